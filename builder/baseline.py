@@ -1,0 +1,144 @@
+"""Baseline: run the repository's suite as shipped, N times, and classify every test.
+
+A test that passes in every run is judgeable; one that fails in every run is `failing`; one whose
+outcome changes between runs is `flaky`.  Failing and flaky tests are excluded from judging later.
+Outcomes come from pytest's junit XML (via the metric's engine), never from stdout.
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from execrepobench_metric.junit import PASSED, SKIPPED
+from execrepobench_metric.pytest_run import PytestInvocation, run_pytest
+
+from .envs import Environment
+from .manifest import RepoSpec
+
+
+class BaselineError(RuntimeError):
+    """The suite cannot run at all; the message names the repository and the reason."""
+
+
+@dataclass(frozen=True)
+class Baseline:
+    passing: tuple[str, ...]
+    failing: tuple[str, ...]
+    flaky: tuple[str, ...]
+    skipped: tuple[str, ...]
+    runs: int
+    durations_s: tuple[float, ...]
+    test_command: tuple[str, ...]
+    import_check: dict = field(default_factory=dict)  # top-level module -> file it imports from
+
+    @property
+    def excluded(self) -> tuple[str, ...]:
+        return tuple(sorted(set(self.failing) | set(self.flaky)))
+
+    def summary(self) -> dict:
+        return {"passing": len(self.passing), "failing": len(self.failing), "flaky": len(self.flaky),
+                "skipped": len(self.skipped), "runs": self.runs,
+                "median_suite_s": round(sorted(self.durations_s)[len(self.durations_s) // 2], 3),
+                "failing_tests": list(self.failing), "flaky_tests": list(self.flaky),
+                "import_check": self.import_check}
+
+
+def invocation(env: Environment, root: Path, spec: RepoSpec, timeout_s: float) -> PytestInvocation:
+    args = list(spec.pytest_args)
+    if env.has("hypothesis") and not any(a.startswith("--hypothesis-seed") for a in args):
+        args.append("--hypothesis-seed=0")  # hypothesis suites need a fixed seed for steady run time
+    if env.has("pytest-randomly"):
+        args += ["-p", "no:randomly"]
+    return PytestInvocation(python=env.python, root=root, pytest_args=tuple(args),
+                            test_paths=tuple(spec.test_paths), deselect=tuple(spec.exclude_tests),
+                            env=dict(spec.env), timeout_s=timeout_s)
+
+
+def classify(per_run: list[dict[str, str | None]]) -> dict[str, str]:
+    """{node id: passing|failing|flaky|skipped} over several runs' outcomes."""
+    tests = sorted(set().union(*per_run)) if per_run else []
+    kinds = {}
+    for nodeid in tests:
+        seen = {run.get(nodeid) for run in per_run}
+        if seen == {PASSED}:
+            kinds[nodeid] = "passing"
+        elif seen == {SKIPPED}:
+            kinds[nodeid] = "skipped"
+        elif len(seen) == 1:
+            kinds[nodeid] = "failing"  # failed, errored or never reported in every run
+        else:
+            kinds[nodeid] = "flaky"
+    return kinds
+
+
+def run_baseline(repo: str, env: Environment, root: Path, spec: RepoSpec, modules: list[str], *,
+                 runs: int = 3, timeout_s: float = 900.0) -> Baseline:
+    import_check = check_imports(repo, env, root, modules) if modules else {}
+    inv = invocation(env, root, spec, timeout_s)
+    per_run, durations = [], []
+    for i in range(runs):
+        result = run_pytest(inv)
+        if result.error:
+            tail = (result.process.stdout_tail + result.process.stderr_tail).strip().splitlines()[-5:]
+            raise BaselineError(f"{repo}: baseline run {i + 1} failed: {result.error}: " + " | ".join(tail))
+        per_run.append(result.outcomes)
+        durations.append(result.process.duration_s)
+    kinds = classify(per_run)
+    by_kind = Counter(kinds.values())
+    if not by_kind["passing"]:
+        raise BaselineError(f"{repo}: no test passes at baseline ({dict(by_kind)})")
+    pick = lambda kind: tuple(t for t, k in kinds.items() if k == kind)  # noqa: E731
+    return Baseline(pick("passing"), pick("failing"), pick("flaky"), pick("skipped"), runs,
+                    tuple(durations), inv.test_command(), import_check)
+
+
+def top_level_modules(source_files: list[str]) -> list[str]:
+    """Importable top-level names of the masked sources (`pkg` for pkg/x.py, src/pkg/x.py; `mod` for mod.py)."""
+    names = set()
+    for rel in source_files:
+        parts = rel.split("/")
+        if parts[0] == "src" and len(parts) > 1:
+            parts = parts[1:]
+        if len(parts) == 1:
+            names.add(parts[0][:-3])
+        else:
+            names.add(parts[0])
+    return sorted(n for n in names if n.isidentifier())
+
+
+_WHERE = """import importlib, json, sys
+out = {}
+for name in sys.argv[1:]:
+    try:
+        out[name] = getattr(importlib.import_module(name), "__file__", None) or ""
+    except Exception as exc:
+        out[name] = "ERROR: " + type(exc).__name__
+print(json.dumps(out))
+"""
+
+
+def check_imports(repo: str, env: Environment, root: Path, modules: list[str]) -> dict[str, str]:
+    """Prove that the environment imports the repo's modules from the source tree being judged.
+
+    Run from `/` (not the repo), so only the installation decides.  A module that resolves
+    elsewhere (a stale copy in site-packages) would let a broken completion pass: refused.
+    """
+    proc = subprocess.run([env.python, "-c", _WHERE, *modules], capture_output=True, text=True, cwd="/",
+                          timeout=120, env={"PATH": "/usr/bin:/bin", "PYTHONDONTWRITEBYTECODE": "1"})
+    if proc.returncode != 0:
+        raise BaselineError(f"{repo}: import check failed: {proc.stderr.strip()[-300:]}")
+    found = json.loads(proc.stdout)
+    resolved_root = root.resolve()
+    where = {}
+    for module, file in found.items():
+        if not file or file.startswith("ERROR"):
+            where[module] = file or "namespace"  # not importable as installed: judged by its tests' own imports
+        elif Path(file).resolve().is_relative_to(resolved_root):
+            where[module] = Path(file).resolve().relative_to(resolved_root).as_posix()
+        else:
+            raise BaselineError(f"{repo}: module {module} is imported from {file}, outside the source tree "
+                                f"{root}: a completion there would not be judged")
+    return where

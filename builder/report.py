@@ -1,0 +1,66 @@
+"""The build report: per repository and overall, as JSON and as a Markdown table."""
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter
+from pathlib import Path
+
+from execrepobench_dataset.record import FILL_TYPES
+from execrepobench_dataset.version import __version__
+
+from .manifest import Manifest
+
+
+def summarize(reports: list[dict], manifest: Manifest, fingerprint: str) -> dict:
+    per_fill: Counter = Counter()
+    dropped: Counter = Counter()
+    for r in reports:
+        per_fill.update(r.get("per_fill_type", {}))
+        dropped.update(r.get("dropped", {}))
+    return {
+        "builder_version": __version__,
+        "manifest": str(manifest.path),
+        "seed": manifest.seed,
+        "samples_fingerprint": fingerprint,
+        "totals": {
+            "repos": len(reports),
+            "repos_ok": sum(r["status"] == "ok" for r in reports),
+            "samples": sum(r.get("samples", 0) for r in reports if r["status"] == "ok"),
+            "candidates": sum(r.get("candidates", 0) for r in reports),
+            "per_fill_type": {f: per_fill.get(f, 0) for f in FILL_TYPES},
+            "dropped": dict(sorted(dropped.items())),
+        },
+        "repos": reports,
+    }
+
+
+def markdown(summary: dict) -> str:
+    short = {f: f.replace("Random ", "").replace(" Completion", "").replace("grammar-based: ", "")
+             for f in FILL_TYPES}
+    head = ["repo", "status", "files", "candidates", *short.values(), "dropped", "tests pass/fail/flaky",
+            "suite s", "env", "time s"]
+    lines = [f"# Build report (builder {summary['builder_version']}, seed {summary['seed']})", "",
+             f"samples fingerprint: `{summary['samples_fingerprint']}`", "",
+             "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in summary["repos"]:
+        b = r.get("baseline", {})
+        tests = f"{b.get('passing', '-')}/{b.get('failing', '-')}/{b.get('flaky', '-')}" if b else "-"
+        cells = [r["repo"], r["status"] + ("" if r["status"] == "ok" else f": {r.get('reason', '')[:80]}"),
+                 r.get("files", "-"), r.get("candidates", "-"),
+                 *(r.get("per_fill_type", {}).get(f, 0) for f in FILL_TYPES),
+                 sum(r.get("dropped", {}).values()), tests, b.get("median_suite_s", "-"),
+                 r.get("env_key", "-"), r.get("time_s", "-")]
+        lines.append("| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |")
+    t = summary["totals"]
+    lines += ["", f"**{t['samples']} samples** from {t['repos_ok']}/{t['repos']} repositories; "
+              f"{t['candidates']} candidates, dropped by filter: {t['dropped']}"]
+    return "\n".join(lines) + "\n"
+
+
+def write_report(summary: dict, out: Path) -> None:
+    for name, text in (("build_report.json", json.dumps(summary, indent=1, sort_keys=True)),
+                       ("build_report.md", markdown(summary))):
+        tmp = out / (name + ".tmp")
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, out / name)

@@ -1,0 +1,162 @@
+"""The one sample record shared by the builder, the dataset and the metric.
+
+The builder writes `Sample`s, the dataset publishes them (its `FEATURES` are derived from this
+module), and the metric judges them.  This module imports nothing from the other rooms.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Iterator, Mapping
+
+# The paper's six fill types, exactly as spelled in the official release.
+FILL_SPAN = "Random Span Completion"
+FILL_SINGLE_LINE = "Random Single-line Completion"
+FILL_MULTI_LINE = "Random Multi-line Completion"
+FILL_EXPRESSION = "grammar-based: expression"
+FILL_STATEMENT = "grammar-based: statement"
+FILL_BLOCK = "grammar-based: block"
+FILL_TYPES = (FILL_SPAN, FILL_SINGLE_LINE, FILL_MULTI_LINE, FILL_EXPRESSION, FILL_STATEMENT, FILL_BLOCK)
+
+# Grammar-based level -> fill type; random kinds are their own level.
+LEVEL_TO_FILL = {"expression": FILL_EXPRESSION, "statement": FILL_STATEMENT, "block": FILL_BLOCK}
+
+
+class RecordError(ValueError):
+    """A record that does not match the schema; the message names the record and the field."""
+
+
+@dataclass(frozen=True)
+class ContextFile:
+    path: str  # repo-relative POSIX path
+    code: str
+
+
+@dataclass(frozen=True)
+class Sample:
+    sample_id: str
+    repo_name: str
+    repo_source: str  # exact, pinned spec: "pypi:NAME==VER#sha256=...", "git:URL@COMMIT", "path:DIR#tree=..."
+    file_name: str  # repo-relative POSIX path of the masked file
+    prefix_code: str
+    middle_code: str
+    suffix_code: str
+    context_code: tuple[ContextFile, ...]  # most relevant first
+    fill_type: str  # one of FILL_TYPES
+    node_type: str  # tree-sitter node type, or "line" / "lines" / "span" for random masks
+    middle_start_byte: int  # UTF-8 byte offsets of the middle in the original file
+    middle_end_byte: int
+    env_key: str
+    seed: int
+    builder_version: str
+    # Test selection (filled by verification; empty until then).
+    test_command: tuple[str, ...] = ()
+    judged_tests: tuple[str, ...] = ()
+    excluded_tests: tuple[str, ...] = ()
+    selection_rule: str = ""
+
+    def __post_init__(self) -> None:
+        validate(self)
+
+    @property
+    def original_code(self) -> str:
+        return self.prefix_code + self.middle_code + self.suffix_code
+
+    def to_dict(self) -> dict[str, Any]:
+        d = dataclasses.asdict(self)
+        d["context_code"] = [dict(c) for c in d["context_code"]]
+        for key in ("test_command", "judged_tests", "excluded_tests"):
+            d[key] = list(d[key])
+        return d
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "Sample":
+        where = data.get("sample_id", "<no sample_id>") if isinstance(data, Mapping) else "<not a mapping>"
+        if not isinstance(data, Mapping):
+            raise RecordError(f"record {where}: expected a mapping, got {type(data).__name__}")
+        names = {f.name for f in dataclasses.fields(cls)}
+        required = {f.name for f in dataclasses.fields(cls) if f.default is dataclasses.MISSING}
+        missing = sorted(required - set(data))
+        if missing:
+            raise RecordError(f"record {where}: missing field(s) {', '.join(missing)}")
+        unknown = sorted(set(data) - names)
+        if unknown:
+            raise RecordError(f"record {where}: unknown field(s) {', '.join(unknown)}")
+        kwargs = dict(data)
+        try:
+            kwargs["context_code"] = tuple(
+                ContextFile(path=c["path"], code=c["code"]) if isinstance(c, Mapping) else ContextFile(*c)
+                for c in data["context_code"]
+            )
+        except (TypeError, KeyError, ValueError) as exc:
+            raise RecordError(f"record {where}: context_code must be a list of {{path, code}}: {exc}") from None
+        for key in ("test_command", "judged_tests", "excluded_tests"):
+            if key in kwargs:
+                kwargs[key] = tuple(kwargs[key] or ())
+        return cls(**kwargs)
+
+
+_STR_FIELDS = ("sample_id", "repo_name", "repo_source", "file_name", "prefix_code", "middle_code",
+               "suffix_code", "fill_type", "node_type", "env_key", "builder_version", "selection_rule")
+
+
+def validate(sample: Sample) -> None:
+    where = f"record {sample.sample_id!r}"
+    for name in _STR_FIELDS:
+        if not isinstance(getattr(sample, name), str):
+            raise RecordError(f"{where}: field {name} must be a string, got {type(getattr(sample, name)).__name__}")
+    for name in ("middle_start_byte", "middle_end_byte", "seed"):
+        value = getattr(sample, name)
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise RecordError(f"{where}: field {name} must be an integer, got {value!r}")
+    if sample.fill_type not in FILL_TYPES:
+        raise RecordError(f"{where}: fill_type {sample.fill_type!r} is not one of {FILL_TYPES}")
+    start = len(sample.prefix_code.encode("utf-8"))
+    end = start + len(sample.middle_code.encode("utf-8"))
+    if (sample.middle_start_byte, sample.middle_end_byte) != (start, end):
+        raise RecordError(f"{where}: middle byte offsets {sample.middle_start_byte}..{sample.middle_end_byte} "
+                          f"do not match prefix/middle ({start}..{end})")
+    if "\\" in sample.file_name or sample.file_name.startswith("/"):
+        raise RecordError(f"{where}: file_name {sample.file_name!r} must be a repo-relative POSIX path")
+    for name in ("test_command", "judged_tests", "excluded_tests"):
+        if not all(isinstance(x, str) for x in getattr(sample, name)):
+            raise RecordError(f"{where}: field {name} must be a list of strings")
+
+
+def make_sample_id(repo_source: str, file_name: str, prefix: str, middle: str, suffix: str, fill_type: str) -> str:
+    """Stable content hash: the same mask of the same pinned file always gets the same id."""
+    h = hashlib.sha256()
+    for part in (repo_source, file_name, fill_type, prefix, middle, suffix):
+        data = part.encode("utf-8")
+        h.update(len(data).to_bytes(8, "little"))
+        h.update(data)
+    return h.hexdigest()[:24]
+
+
+def write_jsonl(samples: Iterable[Sample], path) -> int:
+    """Write samples as JSON lines (sorted keys, so equal samples give equal bytes)."""
+    n = 0
+    with open(path, "w", encoding="utf-8") as fh:
+        for s in samples:
+            fh.write(json.dumps(s.to_dict(), sort_keys=True, ensure_ascii=False) + "\n")
+            n += 1
+    return n
+
+
+def read_jsonl(path) -> Iterator[Sample]:
+    with open(path, encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                data = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise RecordError(f"{path}:{lineno}: not valid JSON: {exc}") from None
+            try:
+                yield Sample.from_dict(data)
+            except RecordError as exc:
+                raise RecordError(f"{path}:{lineno}: {exc}") from None
+            except TypeError as exc:
+                raise RecordError(f"{path}:{lineno}: {exc}") from None

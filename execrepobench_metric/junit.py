@@ -1,0 +1,70 @@
+"""pytest junit XML -> {test id: status}.  The only place test outcomes are read from.
+
+pytest writes one <testcase classname=... name=...> per test.  A pytest node id
+("pkg/test_mod.py::TestCls::test_x[a-b]") maps to exactly one (classname, name) pair, the way
+pytest's own junitxml plugin derives it (`mangle_test_address`), so results are joined to node ids
+without ever reading the test run's stdout.
+"""
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+PASSED, FAILED, ERROR, SKIPPED = "passed", "failed", "error", "skipped"
+# When a test has several outcomes (e.g. a teardown error after a pass), the worst one wins.
+_SEVERITY = {PASSED: 0, SKIPPED: 1, FAILED: 2, ERROR: 3}
+
+
+class JunitError(ValueError):
+    """The report is missing, empty or not pytest junit XML."""
+
+
+def junit_key(nodeid: str) -> tuple[str, str]:
+    """(classname, name) that pytest's junitxml writes for `nodeid`."""
+    path, bracket, params = nodeid.partition("[")
+    names = path.split("::")
+    names[0] = re.sub(r"\.py$", "", names[0].replace("/", "."))
+    names[-1] += bracket + params
+    return ".".join(names[:-1]), names[-1]
+
+
+def parse_junit_text(text: str) -> dict[tuple[str, str], str]:
+    """Parse junit XML text into {(classname, name): status}."""
+    try:
+        root = ET.fromstring(text)
+    except ET.ParseError as exc:
+        raise JunitError(f"not valid XML: {exc}") from None
+    if root.tag not in ("testsuites", "testsuite"):
+        raise JunitError(f"not a junit report (root element <{root.tag}>)")
+    results: dict[tuple[str, str], str] = {}
+    for case in root.iter("testcase"):
+        key = (case.get("classname", ""), case.get("name", ""))
+        tags = {child.tag for child in case}
+        if "error" in tags:
+            status = ERROR
+        elif "failure" in tags:
+            status = FAILED
+        elif "skipped" in tags:
+            status = SKIPPED
+        else:
+            status = PASSED
+        previous = results.get(key)
+        if previous is None or _SEVERITY[status] > _SEVERITY[previous]:
+            results[key] = status
+    return results
+
+
+def parse_junit_file(path: Path) -> dict[tuple[str, str], str]:
+    try:
+        text = Path(path).read_text(encoding="utf-8", errors="replace")
+    except FileNotFoundError:
+        raise JunitError(f"no junit report at {path}") from None
+    if not text.strip():
+        raise JunitError(f"empty junit report at {path}")
+    return parse_junit_text(text)
+
+
+def results_by_nodeid(nodeids, junit: dict[tuple[str, str], str]) -> dict[str, str | None]:
+    """Join collected node ids to junit outcomes; None means the test did not report (did not run)."""
+    return {nodeid: junit.get(junit_key(nodeid)) for nodeid in nodeids}

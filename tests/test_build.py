@@ -1,0 +1,105 @@
+"""End-to-end builds: fixture repository via path:, a real PyPI sdist, and bad input."""
+import json
+from pathlib import Path
+
+import pytest
+
+from execrepobench.builder.build import BuildConfig, build
+from execrepobench.builder.manifest import parse_manifest
+from execrepobench_dataset.record import FILL_TYPES, read_jsonl
+
+
+def _build(tmp_path, manifest_text, out_name="out", **kw):
+    manifest = parse_manifest(manifest_text, tmp_path)
+    out = tmp_path / out_name
+    summary = build(BuildConfig(manifest=manifest, out=out, progress=False, **kw))
+    return summary, out, {r["repo"]: r for r in summary["repos"]}
+
+
+def _check_samples(samples, root: Path):
+    for s in samples:
+        original = (root / s.file_name).read_text(encoding="utf-8")
+        assert s.prefix_code + s.middle_code + s.suffix_code == original
+        assert s.fill_type in FILL_TYPES
+        assert s.file_name not in {c.path for c in s.context_code}
+        assert 10 < len(s.middle_code.strip()) < 512 and "#" not in s.middle_code
+    assert len({s.sample_id for s in samples}) == len(samples)
+
+
+def test_build_fixture_repo_deterministic_and_resumable(tmp_path, minirepo):
+    text = f'[defaults]\nseed = 3\nsamples_per_repo = 8\n[[repo]]\nsource = "path:{minirepo}"\nname = "minirepo"\n'
+    summary, out, repos = _build(tmp_path, text, baseline_runs=2)
+    rep = repos["minirepo"]
+    assert rep["status"] == "ok", rep
+    assert rep["baseline"]["passing"] == 8 and rep["baseline"]["failing"] == 0
+    assert rep["baseline"]["import_check"] == {"minirepo": "minirepo/__init__.py"}
+    assert any(line.startswith("pytest==") for line in rep["environment"]["freeze"])
+    samples = list(read_jsonl(out / "samples.jsonl"))
+    assert 0 < len(samples) <= 8 and rep["samples"] == len(samples)
+    _check_samples(samples, minirepo)
+    for s in samples:
+        assert s.env_key == rep["env_key"] and s.seed == 3
+        assert s.test_command[:3] == ("python", "-m", "pytest")
+        if s.file_name == "minirepo/strings.py":  # imports .mathx: ranked first
+            assert s.context_code[0].path == "minirepo/mathx.py"
+    assert (out / "build_report.md").read_text().count("| minirepo | ok |") == 1
+
+    # Same output folder again: the finished repository is reused, the samples are identical.
+    env_json = Path(summary["repos"][0]["environment"]["python"]).parents[2] / "env.json"
+    mtime = env_json.stat().st_mtime_ns
+    again, _, repos2 = _build(tmp_path, text, baseline_runs=2)
+    assert repos2["minirepo"].get("reused") is True
+    assert again["samples_fingerprint"] == summary["samples_fingerprint"]
+    # A fresh output folder: rebuilt from scratch, same fingerprint, environment reused from the cache.
+    fresh, _, _ = _build(tmp_path, text, out_name="out2", baseline_runs=2)
+    assert fresh["samples_fingerprint"] == summary["samples_fingerprint"]
+    assert env_json.stat().st_mtime_ns == mtime
+    # Another seed gives other samples.
+    other, _, _ = _build(tmp_path, text.replace("seed = 3", "seed = 4"), out_name="out3", baseline_runs=2)
+    assert other["samples_fingerprint"] != summary["samples_fingerprint"]
+
+
+def test_bad_repos_are_reported_and_the_build_goes_on(tmp_path, minirepo):
+    no_tests = tmp_path / "notests"
+    (no_tests / "pkg").mkdir(parents=True)
+    (no_tests / "pkg" / "__init__.py").write_text("def f():\n    return 1\n")
+    (no_tests / "pyproject.toml").write_text(
+        '[build-system]\nrequires=["setuptools>=61"]\nbuild-backend="setuptools.build_meta"\n'
+        '[project]\nname="notests"\nversion="0"\n')
+    (minirepo / "minirepo" / "broken.py").write_text("def broken(:\n    pass\n")
+    text = (f'[defaults]\nsamples_per_repo = 4\n'
+            f'[[repo]]\nsource = "path:{minirepo}"\nname = "minirepo"\n'
+            f'[[repo]]\nsource = "pypi:schema==0.0.0.999"\n'
+            f'[[repo]]\nsource = "path:{no_tests}"\nname = "notests"\n')
+    summary, out, repos = _build(tmp_path, text, baseline_runs=1)
+    assert repos["minirepo"]["status"] == "ok"
+    assert "minirepo/broken.py" in repos["minirepo"]["skipped_files"]
+    assert repos["schema"]["status"] == "error" and "schema" in repos["schema"]["reason"]
+    assert repos["notests"]["status"] == "error" and "notests" in repos["notests"]["reason"]
+    assert summary["totals"]["repos_ok"] == 1
+    assert all(s.repo_name == "minirepo" for s in read_jsonl(out / "samples.jsonl"))
+
+
+def test_unknown_repo_filter_is_named(tmp_path, minirepo):
+    manifest = parse_manifest(f'[[repo]]\nsource = "path:{minirepo}"\nname = "minirepo"\n', tmp_path)
+    with pytest.raises(ValueError, match="nosuch"):
+        build(BuildConfig(manifest=manifest, out=tmp_path / "o", only=("nosuch",), progress=False))
+
+
+@pytest.mark.pypi
+def test_build_real_pypi_src_layout(tmp_path, cache_dir):
+    """isodate ships a src/ layout: the import check must show the tests judge the unpacked tree."""
+    text = '[[repo]]\nsource = "pypi:isodate==0.7.2"\nsamples_per_repo = 6\n'
+    summary, out, repos = _build(tmp_path, text, baseline_runs=3)
+    rep = repos["isodate"]
+    assert rep["status"] == "ok", rep
+    assert rep["pinned"].startswith("pypi:isodate==0.7.2#sha256=")
+    assert rep["baseline"]["import_check"]["isodate"] == "src/isodate/__init__.py"
+    b = rep["baseline"]
+    # isodate generates some parametrize ids differently per run: those are classed flaky, not lost.
+    assert b["runs"] == 3 and b["passing"] >= 200 and b["passing"] + b["flaky"] + b["failing"] >= 270
+    samples = list(read_jsonl(out / "samples.jsonl"))
+    assert len(samples) == 6
+    root = Path(json.loads((Path(rep["environment"]["python"]).parents[2] / "env.json").read_text())["spec"]["project_root"])
+    _check_samples(samples, root)
+    assert all(s.repo_source == rep["pinned"] for s in samples)
