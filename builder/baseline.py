@@ -14,6 +14,7 @@ from pathlib import Path
 
 from execrepobench_metric.junit import PASSED, SKIPPED
 from execrepobench_metric.pytest_run import PytestInvocation, run_pytest
+from execrepobench_metric.sandbox import STRONG
 
 from .envs import Environment
 from .manifest import RepoSpec
@@ -75,12 +76,14 @@ def classify(per_run: list[dict[str, str | None]]) -> dict[str, str]:
 
 
 def run_baseline(repo: str, env: Environment, root: Path, spec: RepoSpec, modules: list[str], *,
-                 runs: int = 3, timeout_s: float = 900.0) -> Baseline:
+                 runs: int = 3, timeout_s: float = 900.0, sandbox: str | None = STRONG) -> Baseline:
+    """`sandbox`: run the suite under the same sandbox the metric judges in (tests that need the
+    network or write outside the tree fail here and are excluded); None runs on the host."""
     import_check = check_imports(repo, env, root, modules) if modules else {}
     inv = invocation(env, root, spec, timeout_s)
     per_run, durations = [], []
     for i in range(runs):
-        result = run_pytest(inv)
+        result = run_pytest(inv, sandbox=sandbox)
         if result.error:
             tail = (result.process.stdout_tail + result.process.stderr_tail).strip().splitlines()[-5:]
             raise BaselineError(f"{repo}: baseline run {i + 1} failed: {result.error}: " + " | ".join(tail))

@@ -20,6 +20,7 @@ from tqdm import tqdm
 
 from execrepobench_dataset.record import Sample, make_sample_id, read_jsonl, write_jsonl
 from execrepobench_dataset.version import __version__
+from execrepobench_metric.sandbox import STRONG, strong_available
 
 from .baseline import Baseline, BaselineError, run_baseline, top_level_modules
 from .context import RepoContextIndex
@@ -122,8 +123,10 @@ def build_repo(spec: RepoSpec, config: BuildConfig) -> tuple[list[Sample], dict]
         report["environment"] = {"python": env.python, "freeze": list(env.freeze)}
         timings["env_s"] = time.monotonic() - t0 - sum(timings.values())
         modules = top_level_modules(candidate_files(fetched.root))
+        sandbox = STRONG if strong_available() is None else None
+        report["baseline_sandbox"] = sandbox or "host (bubblewrap unavailable)"
         baseline = run_baseline(spec.name, env, fetched.root, spec, modules, runs=config.baseline_runs,
-                                timeout_s=config.baseline_timeout_s)
+                                timeout_s=config.baseline_timeout_s, sandbox=sandbox)
         report["baseline"] = baseline.summary()
         timings["baseline_s"] = time.monotonic() - t0 - sum(timings.values())
         samples = make_samples(spec.name, fetched.pinned, fetched.root, env.key, config.manifest.seed, mask,

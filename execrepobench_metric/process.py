@@ -8,7 +8,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
 DEFAULT_OUTPUT_CAP = 64 * 1024  # bytes of stdout and of stderr kept (the tail)
 
@@ -37,7 +37,8 @@ def _kill_group(pgid: int) -> None:
 
 
 def run_command(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], timeout_s: float,
-                output_cap: int = DEFAULT_OUTPUT_CAP) -> ProcessResult:
+                output_cap: int = DEFAULT_OUTPUT_CAP,
+                preexec: Callable[[], None] | None = None) -> ProcessResult:
     """Run `argv` in a new session; on timeout kill the session's process group.
 
     Output goes to unnamed temporary files (not pipes), so a child that floods its output cannot
@@ -46,7 +47,7 @@ def run_command(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], timeo
     start = time.monotonic()
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         proc = subprocess.Popen(list(argv), cwd=str(cwd), env=dict(env), stdout=out, stderr=err,
-                                stdin=subprocess.DEVNULL, start_new_session=True)
+                                stdin=subprocess.DEVNULL, start_new_session=True, preexec_fn=preexec)
         timed_out = False
         try:
             returncode: int | None = proc.wait(timeout=timeout_s)

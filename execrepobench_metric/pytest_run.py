@@ -13,12 +13,15 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 from .junit import JunitError, parse_junit_file, results_by_nodeid
+from .limits import Limits
 from .process import ProcessResult, run_command
+from .sandbox import STRONG, SandboxRun, run_sandboxed
 
 PLUGIN_DIR = Path(__file__).parent / "pytest_plugin"
 PLUGIN_NAME = "_execrepobench_collect"
 # Flags every run gets: quiet, no cache writes into the repo, no colour codes.
 BASE_PYTEST_ARGS = ("-q", "-p", "no:cacheprovider", "--color=no")
+COMMAND_PREFIX = ("python", "-m", "pytest", *BASE_PYTEST_ARGS)
 
 
 @dataclass(frozen=True)
@@ -35,8 +38,27 @@ class PytestInvocation:
     timeout_s: float = 600.0
 
     def test_command(self) -> tuple[str, ...]:
-        """The command a person would type (recorded in samples), without our bookkeeping flags."""
-        return ("python", "-m", "pytest", *BASE_PYTEST_ARGS, *self.pytest_args, *self.test_paths)
+        """The command a person would type (recorded in samples), without our bookkeeping flags:
+        `[env K=V ...] python -m pytest BASE_ARGS PYTEST_ARGS -- TEST_PATHS`."""
+        prefix = ("env", *(f"{k}={v}" for k, v in sorted(self.env.items()))) if self.env else ()
+        return (*prefix, *COMMAND_PREFIX, *self.pytest_args, "--", *self.test_paths)
+
+    @classmethod
+    def from_test_command(cls, command: tuple[str, ...] | list[str], **kwargs) -> "PytestInvocation":
+        """Inverse of `test_command`: the recorded command plus python/root/select/... keywords."""
+        tokens = list(command)
+        env: dict[str, str] = {}
+        if tokens[:1] == ["env"]:
+            tokens.pop(0)
+            while tokens and "=" in tokens[0] and not tokens[0].startswith("-"):
+                key, value = tokens.pop(0).split("=", 1)
+                env[key] = value
+        if tuple(tokens[:len(COMMAND_PREFIX)]) != COMMAND_PREFIX:
+            raise ValueError(f"test command {' '.join(command)!r} does not start with {' '.join(COMMAND_PREFIX)!r}")
+        rest = tokens[len(COMMAND_PREFIX):]
+        split = rest.index("--") if "--" in rest else len(rest)
+        return cls(pytest_args=tuple(rest[:split]), test_paths=tuple(rest[split + 1:]),
+                   env={**env, **kwargs.pop("env", {})}, **kwargs)
 
     def argv(self, junit_path: Path) -> list[str]:
         targets = list(self.select) if self.select else list(self.test_paths)
@@ -54,6 +76,8 @@ class PytestRun:
     collected: tuple[str, ...]
     process: ProcessResult
     error: str | None  # why the run produced no usable report, else None
+    finished: bool = False  # pytest reached the end of its session (our plugin's second record)
+    plugin_outcomes: dict[str, str] = field(default_factory=dict)  # the plugin's independent record
 
     @property
     def exit_code(self) -> int | None:
@@ -83,25 +107,51 @@ def clean_env(inv: PytestInvocation, *, home: Path) -> dict[str, str]:
     return env
 
 
-def run_pytest(inv: PytestInvocation, *, scratch: Path | None = None) -> PytestRun:
-    with tempfile.TemporaryDirectory(prefix="erb-run-", dir=scratch) as tmp:
-        junit = Path(tmp) / "junit.xml"
-        collect = Path(tmp) / "collected.json"
-        env = clean_env(inv, home=Path(tmp))
+def run_pytest(inv: PytestInvocation, *, sandbox: str | None = None, replacement: tuple[str, str] | None = None,
+               readonly: tuple[str, ...] = (), limits: Limits | None = None) -> PytestRun:
+    """Run pytest for `inv`.  `sandbox` None runs in place on the host (trusted code only);
+    "bwrap" / "none" run in a private view via `sandbox.run_sandboxed`, with `replacement` applied."""
+    with tempfile.TemporaryDirectory(prefix="erb-run-") as tmp:
+        out = Path(tmp)
+        junit, collect = out / "junit.xml", out / "collected.json"
+        home = Path("/tmp") if sandbox == STRONG else out / "home"
+        home.mkdir(exist_ok=True)
+        env = clean_env(inv, home=home)
         env["EXECREPOBENCH_COLLECT_OUT"] = str(collect)
-        proc = run_command(inv.argv(junit), cwd=inv.root, env=env, timeout_s=inv.timeout_s)
-        try:
-            collected = tuple(json.loads(collect.read_text(encoding="utf-8")))
-        except (FileNotFoundError, json.JSONDecodeError):
-            collected = ()
-        error = None
-        try:
-            junit_results = parse_junit_file(junit)
-        except JunitError as exc:
-            junit_results = {}
-            error = str(exc)
-        if proc.timed_out:
-            error = f"timed out after {inv.timeout_s:.0f} s"
-        elif not collected and error is None:
-            error = f"no tests collected (pytest exit code {proc.returncode})"
-        return PytestRun(results_by_nodeid(collected, junit_results), collected, proc, error)
+        argv = inv.argv(junit)
+        if sandbox is None:
+            if replacement is not None:
+                raise ValueError("a replacement file needs a sandbox mode")
+            proc = run_command(argv, cwd=inv.root, env=env, timeout_s=inv.timeout_s)
+        else:
+            run = SandboxRun(tuple(argv), inv.root, out, env, inv.timeout_s, replacement=replacement,
+                             readonly=readonly, visible=(Path(inv.python).parents[1], PLUGIN_DIR),
+                             limits=limits or Limits())
+            proc = run_sandboxed(run, sandbox)
+        return _read_run(out, junit, collect, proc, inv.timeout_s)
+
+
+def _read_json(path: Path):
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def _read_run(out: Path, junit: Path, collect: Path, proc: ProcessResult, timeout_s: float) -> PytestRun:
+    collected = _read_json(collect)
+    collected = tuple(x for x in collected if isinstance(x, str)) if isinstance(collected, list) else ()
+    done = _read_json(Path(str(collect) + ".done"))
+    finished = isinstance(done, dict) and isinstance(done.get("outcomes"), dict)
+    error = None
+    try:
+        junit_results = parse_junit_file(junit)
+    except JunitError as exc:
+        junit_results = {}
+        error = str(exc)
+    if proc.timed_out:
+        error = f"timed out after {timeout_s:.0f} s"
+    elif not collected and error is None:
+        error = f"no tests collected (pytest exit code {proc.returncode})"
+    return PytestRun(results_by_nodeid(collected, junit_results), collected, proc, error, finished,
+                     dict(done["outcomes"]) if finished else {})

@@ -1,11 +1,17 @@
 #!/usr/bin/env bash
 # Shared by the README's two commands: make .venv with the package and its test extras.
+# pip's output goes to .venv/setup.log and is shown only when something fails.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 if [ ! -x .venv/bin/python ]; then
   python3 -m venv .venv
 fi
-.venv/bin/python -m pip install --quiet --disable-pip-version-check --upgrade "pip>=23.2" 2>&1 | grep -v "^WARNING: Location" || true
-.venv/bin/python -m pip install --quiet --disable-pip-version-check -e '.[test]' 2>&1 | grep -v "^WARNING: Location" || true
+log=.venv/setup.log
+if ! { .venv/bin/python -m pip install --disable-pip-version-check --upgrade "pip>=23.2" \
+       && .venv/bin/python -m pip install --disable-pip-version-check -e '.[test]'; } >"$log" 2>&1; then
+  tail -n 40 "$log" >&2
+  echo "setup failed (full log: $log)" >&2
+  exit 1
+fi
 .venv/bin/python -c "import execrepobench.builder, execrepobench_metric, execrepobench_dataset" \
   || { echo "setup failed: the package does not import" >&2; exit 1; }

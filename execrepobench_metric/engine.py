@@ -1,0 +1,175 @@
+"""Judge many completions: opt-in check, sandbox choice, parallel workers grouped by repository,
+a content-hash result cache, and a resume journal.
+
+Identical completed files of one sample (same environment, same judged tests) are run once: the
+result cache is keyed by a hash of all that decides the verdict.  The journal (JSONL) records each
+verdict as it lands, so an interrupted evaluation resumes without losing or duplicating results.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Sequence
+
+from tqdm import tqdm
+
+from execrepobench_dataset.record import Sample
+
+from .judge import JudgeConfig, Verdict, judge
+from .layout import cache_root
+from .sandbox import STRONG, WEAK, SandboxUnavailable, strong_available
+
+ENGINE_VERSION = "1"
+EXEC_ENV_VAR = "EXECREPOBENCH_ALLOW_EXEC"
+OPT_IN_MESSAGE = (
+    "ExecRepoBench executes model-generated code against repository tests. Opt in explicitly with the "
+    f"environment variable {EXEC_ENV_VAR}=1 or the argument allow_exec=True (runs are sandboxed with "
+    "bubblewrap: no network, read-only filesystem outside a private view).")
+
+
+class ExecutionNotAllowed(RuntimeError):
+    pass
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    judge: JudgeConfig = field(default_factory=JudgeConfig)
+    workers: int = field(default_factory=lambda: os.cpu_count() or 1)
+    allow_exec: bool | None = None  # None: read EXECREPOBENCH_ALLOW_EXEC
+    allow_weak_sandbox: bool = False
+    use_cache: bool = True
+    journal: Path | None = None
+    progress: bool = True
+
+
+def require_opt_in(allow_exec: bool | None) -> None:
+    allowed = allow_exec if allow_exec is not None else os.environ.get(EXEC_ENV_VAR, "") in ("1", "true", "yes")
+    if not allowed:
+        raise ExecutionNotAllowed(OPT_IN_MESSAGE)
+
+
+def choose_sandbox(allow_weak: bool) -> tuple[str, str]:
+    """(mode, note): bubblewrap when it works; the weak mode only when the caller accepts it."""
+    reason = strong_available()
+    if reason is None:
+        return STRONG, ""
+    if not allow_weak:
+        raise SandboxUnavailable(f"strong sandbox unavailable: {reason}. Install bubblewrap "
+                                 "(apt-get install bubblewrap) or accept the weak mode explicitly "
+                                 "(allow_weak_sandbox=True): no namespaces, only rlimits and a timeout.")
+    return WEAK, f"WEAK SANDBOX: {reason}; ran with rlimits and a timeout only"
+
+
+def result_key(sample: Sample, completion: str, config: JudgeConfig) -> str:
+    completed = sample.prefix_code + completion + sample.suffix_code
+    parts = [ENGINE_VERSION, sample.sample_id, sample.env_key, hashlib.sha256(completed.encode()).hexdigest(),
+             config.selection, list(sample.judged_tests), list(sample.excluded_tests), list(sample.test_command),
+             config.sandbox, config.timeout_s]
+    return hashlib.sha256(json.dumps(parts).encode()).hexdigest()
+
+
+class ResultCache:
+    def __init__(self, root: Path | None = None) -> None:
+        self.root = root or cache_root() / "results"
+
+    def _path(self, key: str) -> Path:
+        return self.root / key[:2] / f"{key}.json"
+
+    def get(self, key: str) -> Verdict | None:
+        try:
+            return Verdict.from_dict(json.loads(self._path(key).read_text(encoding="utf-8")))
+        except (OSError, ValueError, KeyError):
+            return None
+
+    def put(self, key: str, verdict: Verdict) -> None:
+        if verdict.reason == "error":
+            return  # the harness's fault: retry next time
+        path = self._path(key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
+        tmp.write_text(json.dumps(verdict.to_dict()), encoding="utf-8")
+        os.replace(tmp, path)
+
+
+class Journal:
+    """Append-only JSONL of (sample_id, completion index, verdict); read back on resume."""
+
+    def __init__(self, path: Path | None) -> None:
+        self.path = path
+        self.lock = threading.Lock()
+        self.done: dict[tuple[str, int, str], Verdict] = {}  # (sample id, index, result key) -> verdict
+        if path is not None and path.is_file():
+            for line in path.read_text(encoding="utf-8").splitlines():
+                try:
+                    rec = json.loads(line)
+                    self.done[(rec["sample_id"], int(rec["index"]), rec["key"])] = Verdict.from_dict(rec["verdict"])
+                except (ValueError, KeyError, TypeError):
+                    continue  # a line cut by an interruption: that result is simply redone
+
+    def record(self, sample_id: str, index: int, key: str, verdict: Verdict) -> None:
+        if self.path is None:
+            return
+        line = json.dumps({"sample_id": sample_id, "index": index, "key": key, "verdict": verdict.to_dict()})
+        with self.lock:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with self.path.open("a", encoding="utf-8") as fh:
+                fh.write(line + "\n")
+                fh.flush()
+                os.fsync(fh.fileno())
+
+
+def validate_inputs(samples: Sequence[Sample], completions: Sequence[Sequence[str]]) -> None:
+    if len(samples) != len(completions):
+        raise ValueError(f"{len(completions)} prediction(s) for {len(samples)} reference(s): lengths must match")
+    for i, (sample, comps) in enumerate(zip(samples, completions)):
+        if not comps:
+            raise ValueError(f"prediction {i} (sample {sample.sample_id}): no completion given")
+        for j, c in enumerate(comps):
+            if not isinstance(c, str):
+                raise TypeError(f"prediction {i} (sample {sample.sample_id}), completion {j}: expected a string, "
+                                f"got {type(c).__name__}")
+
+
+def judge_all(samples: Sequence[Sample], completions: Sequence[Sequence[str]],
+              config: EngineConfig = EngineConfig()) -> tuple[list[list[Verdict]], str]:
+    """Verdicts for every completion of every sample, plus a note on the sandbox used."""
+    validate_inputs(samples, completions)
+    require_opt_in(config.allow_exec)
+    mode, note = choose_sandbox(config.allow_weak_sandbox)
+    jconf = replace(config.judge, sandbox=mode)
+    cache = ResultCache() if config.use_cache else None
+    journal = Journal(config.journal)
+    results: list[list[Verdict | None]] = [[None] * len(c) for c in completions]
+    groups: dict[str, list[tuple[int, int]]] = {}  # result key -> positions sharing it
+    for i, (sample, comps) in enumerate(zip(samples, completions)):
+        for j, comp in enumerate(comps):
+            key = result_key(sample, comp, jconf)
+            if (sample.sample_id, j, key) in journal.done:  # same completion judged before the interruption
+                results[i][j] = journal.done[(sample.sample_id, j, key)]
+                continue
+            groups.setdefault(key, []).append((i, j))
+    # Grouped by repository so a worker stays on one environment and its file cache stays warm.
+    order = sorted(groups, key=lambda k: (samples[groups[k][0][0]].repo_name, groups[k][0]))
+    bar = tqdm(total=sum(len(v) for v in groups.values()), desc="judge", unit="run", disable=not config.progress)
+
+    def work(key: str) -> None:
+        i, j = groups[key][0]
+        verdict = cache.get(key) if cache else None
+        if verdict is None:
+            verdict = judge(samples[i], completions[i][j], jconf)
+            if cache:
+                cache.put(key, verdict)
+        for pi, pj in groups[key]:
+            results[pi][pj] = verdict
+            journal.record(samples[pi].sample_id, pj, key, verdict)
+            bar.update(1)
+
+    with ThreadPoolExecutor(max_workers=max(1, config.workers)) as pool:
+        list(pool.map(work, order))
+    bar.close()
+    return [[v for v in row] for row in results], note  # type: ignore[misc]

@@ -1,0 +1,159 @@
+"""One completion of one sample -> a verdict.  The only place where a pass is decided.
+
+A completion passes only if: the completed file compiles; it does not reach into the test
+machinery; the sandboxed pytest run finished its session (an early `os._exit(0)` / `SystemExit`
+never gets there); every judged test was collected, reported in pytest's junit XML as passed, and
+reported the same by our plugin's independent record; and the run was not killed by the timeout.
+Neither the exit code nor anything printed decides a pass.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from execrepobench_dataset.record import Sample
+
+from .junit import PASSED, SKIPPED
+from .layout import env_dir
+from .limits import Limits
+from .pytest_run import PytestInvocation, run_pytest
+
+# Reasons, most specific first.  "error" is the harness's fault (missing environment, sandbox
+# failure), not the model's; it still counts as not passed and is reported separately.
+REASONS = ("passed", "failed", "syntax_error", "tampering", "timeout", "crashed", "missing_tests",
+           "inconsistent_report", "error")
+CONFIG_FILES = ("pytest.ini", ".pytest.ini", "pyproject.toml", "setup.cfg", "tox.ini", "conftest.py")
+# Names a library completion has no business using unless the original file already does:
+# reaching into pytest, the report, the interpreter's module table or process exit.
+TAMPER_PATTERNS = {
+    "pytest": r"\b_?pytest\b", "junit": r"junit", "conftest": r"conftest", "sys.modules": r"sys\s*\.\s*modules",
+    "os._exit": r"\b_exit\b", "__import__": r"__import__", "importlib": r"\bimportlib\b",
+    "builtins": r"\b__builtins__\b|\bbuiltins\b", "ctypes": r"\bctypes\b", "settrace": r"settrace|setprofile",
+    "atexit": r"\batexit\b", "gc.get_referrers": r"get_referr", "sys._getframe": r"_getframe|f_back|f_globals",
+    "signal": r"\bsignal\b", "kill": r"\bkill(pg)?\b", "fork": r"\bfork\b",
+}
+
+
+@dataclass(frozen=True)
+class Verdict:
+    sample_id: str
+    passed: bool
+    reason: str  # one of REASONS
+    failing_tests: tuple[str, ...] = ()
+    duration_s: float = 0.0
+    stderr_tail: str = ""
+    sandbox: str = ""
+    detail: str = ""
+
+    def to_dict(self) -> dict:
+        return {"sample_id": self.sample_id, "passed": self.passed, "reason": self.reason,
+                "failing_tests": list(self.failing_tests), "duration_s": round(self.duration_s, 3),
+                "stderr_tail": self.stderr_tail, "sandbox": self.sandbox, "detail": self.detail}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Verdict":
+        return cls(d["sample_id"], bool(d["passed"]), d["reason"], tuple(d.get("failing_tests", ())),
+                   float(d.get("duration_s", 0.0)), d.get("stderr_tail", ""), d.get("sandbox", ""),
+                   d.get("detail", ""))
+
+
+@dataclass(frozen=True)
+class JudgeConfig:
+    sandbox: str = "bwrap"
+    timeout_s: float = 300.0
+    selection: str = "judged"  # "judged": the sample's judged tests (suite if it has none); "suite"
+    limits: Limits = Limits()
+    stderr_cap: int = 2000
+
+
+class EnvironmentMissing(RuntimeError):
+    pass
+
+
+@lru_cache(maxsize=256)
+def load_env(env_key: str) -> tuple[str, Path]:
+    """(venv python, project root) of the environment the builder made for `env_key`."""
+    meta = env_dir(env_key) / "env.json"
+    try:
+        data = json.loads(meta.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        raise EnvironmentMissing(f"environment {env_key} not found at {meta}: build it first "
+                                 f"(`execrepobench build` with the manifest that made these samples)") from None
+    return data["python"], Path(data["spec"]["project_root"])
+
+
+def tampering(completion: str, original: str) -> list[str]:
+    """Tamper patterns the completion uses and the original file does not."""
+    return [name for name, pat in TAMPER_PATTERNS.items()
+            if re.search(pat, completion) and not re.search(pat, original)]
+
+
+@lru_cache(maxsize=64)
+def protected_paths(root: Path, test_paths: tuple[str, ...]) -> tuple[str, ...]:
+    """Repo-relative paths kept read-only in the view: test paths, every conftest.py, pytest configs."""
+    found = set(test_paths) | {c for c in CONFIG_FILES if (root / c).exists()}
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = [d for d in dirnames if not d.startswith(".") and d != "__pycache__"]
+        if "conftest.py" in filenames:
+            found.add((Path(dirpath) / "conftest.py").relative_to(root).as_posix())
+    return tuple(sorted(found))
+
+
+def judged_tests(sample: Sample, selection: str) -> tuple[str, ...]:
+    return sample.judged_tests if selection == "judged" else ()
+
+
+def judge(sample: Sample, completion: str, config: JudgeConfig) -> Verdict:
+    start = time.monotonic()
+    original = sample.original_code
+    completed = sample.prefix_code + completion + sample.suffix_code
+    mk = lambda passed, reason, **kw: Verdict(sample.sample_id, passed, reason,  # noqa: E731
+                                              duration_s=time.monotonic() - start, sandbox=config.sandbox, **kw)
+    try:
+        compile(completed, sample.file_name, "exec", dont_inherit=True)
+    except (SyntaxError, ValueError) as exc:
+        return mk(False, "syntax_error", detail=str(exc)[:300])
+    hits = tampering(completion, original)
+    if hits:
+        return mk(False, "tampering", detail="uses " + ", ".join(hits))
+    try:
+        python, root = load_env(sample.env_key)
+    except EnvironmentMissing as exc:
+        return mk(False, "error", detail=str(exc))
+    select = judged_tests(sample, config.selection)
+    inv = PytestInvocation.from_test_command(
+        sample.test_command, python=python, root=root, select=select,
+        deselect=tuple(t for t in sample.excluded_tests if t not in select), timeout_s=config.timeout_s)
+    test_files = tuple(sorted({t.split("::")[0] for t in select}))
+    readonly = tuple(p for p in protected_paths(root, inv.test_paths) + test_files if p != sample.file_name)
+    run = run_pytest(inv, sandbox=config.sandbox, replacement=(sample.file_name, completed), readonly=readonly,
+                     limits=config.limits)
+    tail = run.process.stderr_tail[-config.stderr_cap:]
+    if run.process.timed_out:
+        return mk(False, "timeout", stderr_tail=tail, detail=run.error or "")
+    if not run.finished:
+        return mk(False, "crashed", stderr_tail=tail,
+                  detail=f"pytest did not finish its session (exit code {run.exit_code})")
+    expected = select or tuple(t for t in run.collected if t not in set(sample.excluded_tests))
+    missing = [t for t in expected if run.outcomes.get(t) is None]
+    failing = tuple(t for t in expected if run.outcomes.get(t) not in (PASSED, SKIPPED, None))
+    if failing:
+        return mk(False, "failed", failing_tests=failing, stderr_tail=tail)
+    if missing or not expected:
+        return mk(False, "missing_tests", failing_tests=tuple(missing), stderr_tail=tail,
+                  detail=f"{len(missing)} judged test(s) not reported" if expected else "no test ran")
+    disagree = [t for t in expected if run.plugin_outcomes.get(t) != run.outcomes.get(t)]
+    if disagree:
+        return mk(False, "inconsistent_report", failing_tests=tuple(disagree), stderr_tail=tail,
+                  detail="junit report and pytest's own record disagree")
+    if select and any(run.outcomes.get(t) != PASSED for t in select):
+        return mk(False, "failed", failing_tests=tuple(t for t in select if run.outcomes.get(t) != PASSED),
+                  stderr_tail=tail, detail="a judged test was skipped")
+    if run.exit_code not in (0,):
+        return mk(False, "crashed", stderr_tail=tail, detail=f"pytest exit code {run.exit_code}")
+    return mk(True, "passed")

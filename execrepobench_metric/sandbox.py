@@ -1,0 +1,139 @@
+"""Run a command against a private, writable view of a repository with one file replaced.
+
+Strong mode ("bwrap"): a private mount namespace (`unshare -m`) mounts an overlayfs whose lower
+layer is the original tree and whose upper layer is a size-capped tmpfs holding the completed file;
+bubblewrap then binds that view over the original path (so editable installs and `src/` layouts
+import the completed file), with the rest of the filesystem read-only, test files / conftests /
+pytest configuration read-only inside the view, a private /tmp, no network, new PID/IPC/UTS
+namespaces, die-with-parent, a cleared environment, rlimits, a pids cgroup where possible, a
+wall-clock timeout that kills the whole group, and capped output.  Nothing is copied per run and the
+original tree is never written.
+
+Weak mode ("none", only when the caller accepts it explicitly): a temporary copy of the tree with
+the file replaced, run with rlimits and the timeout but without namespaces.
+"""
+from __future__ import annotations
+
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Mapping
+
+from .limits import Limits, PidsCgroup, apply_rlimits
+from .process import ProcessResult, run_command
+
+STRONG, WEAK = "bwrap", "none"
+TMPFS_SIZE = "256m"  # cap on what one run may write into its view
+
+_MOUNT_SCRIPT = r"""set -e
+mnt="$1"; rel="$2"; replacement="$3"; lower="$4"; shift 4
+mount -t tmpfs -o size=%s,mode=0755 erb-view "$mnt"
+mkdir -p "$mnt/upper" "$mnt/work" "$mnt/merged"
+if [ -n "$rel" ]; then
+  mkdir -p "$mnt/upper/$(dirname "$rel")"
+  cp "$replacement" "$mnt/upper/$rel"
+fi
+mount -t overlay erb-overlay -o "lowerdir=$lower,upperdir=$mnt/upper,workdir=$mnt/work" "$mnt/merged"
+exec "$@"
+""" % TMPFS_SIZE
+
+
+class SandboxUnavailable(RuntimeError):
+    """Strong isolation is not possible here and the caller did not accept the weak mode."""
+
+
+@dataclass(frozen=True)
+class SandboxRun:
+    argv: tuple[str, ...]
+    root: Path  # original tree; the view appears at this path
+    out_dir: Path  # host folder the run may write (junit report), bound read-write
+    env: Mapping[str, str]
+    timeout_s: float
+    replacement: tuple[str, str] | None = None  # (repo-relative path, new content)
+    readonly: tuple[str, ...] = ()  # repo-relative paths kept read-only inside the view
+    visible: tuple[Path, ...] = ()  # host paths the run must still see if they live under /tmp
+    limits: Limits = field(default_factory=Limits)
+
+
+def strong_available() -> str | None:
+    """None when bwrap + unshare + overlayfs work here, else the reason they do not."""
+    for tool in ("bwrap", "unshare", "mount"):
+        if shutil.which(tool) is None:
+            return f"`{tool}` not found (install the Debian package bubblewrap / util-linux)"
+    with tempfile.TemporaryDirectory(prefix="erb-probe-") as tmp:
+        lower = Path(tmp) / "lower"
+        lower.mkdir()
+        (lower / "f").write_text("old")
+        (Path(tmp) / "new").write_text("new")
+        (Path(tmp) / "mnt").mkdir()
+        run = SandboxRun(("cat", str(lower / "f")), lower, Path(tmp), {"PATH": "/usr/bin:/bin"}, 20,
+                         replacement=("f", "new"))
+        result = _run_strong(run, Path(tmp))
+        if result.returncode != 0 or result.stdout_tail != "new":
+            return f"bwrap/overlay probe failed: {result.stderr_tail.strip()[-300:]}"
+    return None
+
+
+def _bwrap_args(run: SandboxRun, merged: Path) -> list[str]:
+    args = ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+    for path in run.visible:
+        if Path(path).is_relative_to("/tmp"):
+            args += ["--ro-bind", str(path), str(path)]
+    args += ["--bind", str(run.out_dir), str(run.out_dir)]  # before the view: never on top of it
+    args += ["--bind", str(merged), str(run.root)]
+    for rel in run.readonly:
+        if (run.root / rel).exists():
+            args += ["--ro-bind", str(merged / rel), str(run.root / rel)]
+    args += ["--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
+             "--die-with-parent", "--new-session", "--clearenv", "--chdir", str(run.root)]
+    for key, value in sorted(run.env.items()):
+        args += ["--setenv", key, value]
+    return args + ["--", *run.argv]
+
+
+def _run_strong(run: SandboxRun, scratch: Path) -> ProcessResult:
+    mnt = scratch / "mnt"
+    mnt.mkdir(exist_ok=True)
+    rel, replacement = "", ""
+    if run.replacement is not None:
+        rel = run.replacement[0]
+        replacement = str(scratch / "replacement")
+        Path(replacement).write_text(run.replacement[1], encoding="utf-8")
+    argv = ["unshare", "--mount", "--propagation", "private", "--", "sh", "-c", _MOUNT_SCRIPT, "sh",
+            str(mnt), rel, replacement, str(run.root), *_bwrap_args(run, mnt / "merged")]
+    group = PidsCgroup.create(run.limits.processes)
+
+    def preexec() -> None:
+        if group is not None:
+            group.join()
+        apply_rlimits(run.limits)
+
+    try:
+        return run_command(argv, cwd=Path("/"), env={"PATH": "/usr/local/bin:/usr/bin:/bin"},
+                           timeout_s=run.timeout_s, preexec=preexec)
+    finally:
+        if group is not None:
+            group.kill_and_remove()
+
+
+def _run_weak(run: SandboxRun, scratch: Path) -> ProcessResult:
+    copy = scratch / "copy"
+    shutil.copytree(run.root, copy, symlinks=True)
+    if run.replacement is not None:
+        (copy / run.replacement[0]).write_text(run.replacement[1], encoding="utf-8")
+    env = dict(run.env)
+    env["PYTHONPATH"] = ":".join(p for p in (str(copy), str(copy / "src"), env.get("PYTHONPATH", "")) if p)
+    argv = [a.replace(str(run.root), str(copy)) for a in run.argv]
+    return run_command(argv, cwd=copy, env=env, timeout_s=run.timeout_s,
+                       preexec=lambda: apply_rlimits(run.limits))
+
+
+def run_sandboxed(run: SandboxRun, mode: str = STRONG) -> ProcessResult:
+    """Run `run` in `mode` ("bwrap" or "none"); the scratch space is removed afterwards."""
+    with tempfile.TemporaryDirectory(prefix="erb-sbx-") as tmp:
+        if mode == STRONG:
+            return _run_strong(run, Path(tmp))
+        if mode == WEAK:
+            return _run_weak(run, Path(tmp))
+        raise ValueError(f"unknown sandbox mode {mode!r} (use {STRONG!r} or {WEAK!r})")

@@ -1,0 +1,159 @@
+"""The judge and the sandbox on the fixture repository: gold, wrong and hostile completions."""
+import os
+import socket
+import subprocess
+import threading
+from pathlib import Path
+
+import pytest
+
+from conftest import make_sample
+from execrepobench_metric.engine import EngineConfig, ExecutionNotAllowed, judge_all
+from execrepobench_metric.judge import JudgeConfig, judge
+from execrepobench_metric.sandbox import strong_available
+
+pytestmark = pytest.mark.skipif(strong_available() is not None, reason=f"no bwrap sandbox: {strong_available()}")
+CLAMP_TESTS = ("tests/test_mathx.py::test_clamp_inside", "tests/test_mathx.py::test_clamp_edges")
+CONF = JudgeConfig(timeout_s=60)
+
+
+@pytest.fixture(scope="module")
+def clamp(built_minirepo):
+    # the last line of clamp(): `return value`
+    return make_sample(built_minirepo, "minirepo/mathx.py", "return value", judged=CLAMP_TESTS)
+
+
+def test_gold_passes_and_wrong_fails(clamp):
+    gold = judge(clamp, clamp.middle_code, CONF)
+    assert gold.passed and gold.reason == "passed", gold
+    wrong = judge(clamp, "return value + 1", CONF)
+    assert not wrong.passed and wrong.reason == "failed"
+    assert "tests/test_mathx.py::test_clamp_inside" in wrong.failing_tests
+
+
+def test_syntax_error_is_not_run(clamp):
+    v = judge(clamp, "return (value", CONF)
+    assert (v.passed, v.reason) == (False, "syntax_error")
+
+
+def test_broken_fill_fails_for_the_whole_suite_too(built_minirepo):
+    """No judged tests: the whole suite (minus excluded) judges; a broken module fails it."""
+    s = make_sample(built_minirepo, "minirepo/strings.py", "return slug[:limit]")
+    assert judge(s, s.middle_code, CONF).passed
+    v = judge(s, "return slug[:limit].upper()", CONF)
+    assert not v.passed and v.reason == "failed" and "tests/test_strings.py::test_slugify" in v.failing_tests
+
+
+def test_printed_pass_text_and_early_exit_do_not_pass(clamp):
+    printed = judge(clamp, 'print("999 passed in 0.01s"); return value + 1', CONF)
+    assert not printed.passed
+    exit0 = judge(clamp, 'getattr(__import__("o" + "s"), "_ex" + "it")(0)', CONF)
+    assert not exit0.passed and exit0.reason == "tampering"  # screened: __import__ is not in the file
+    exit_runtime = judge(clamp, 'import os as _o; getattr(_o, "_ex" + "it")(0)', CONF)
+    assert not exit_runtime.passed and exit_runtime.reason in ("crashed", "missing_tests"), exit_runtime
+    sysexit = judge(clamp, "raise SystemExit(0)", CONF)
+    assert not sysexit.passed
+
+
+def test_hostile_file_system_and_network(clamp, built_minirepo, tmp_path):
+    root = built_minirepo["root"]
+    before = {p: p.read_bytes() for p in root.rglob("*.py")}
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "keep.txt").write_text("keep")
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+    listener.settimeout(0.2)
+    port = listener.getsockname()[1]
+    got = []
+
+    def accept():
+        for _ in range(100):
+            try:
+                conn, _ = listener.accept()
+                got.append(conn.recv(100))
+            except OSError:
+                pass
+
+    t = threading.Thread(target=accept)
+    t.start()
+    try:
+        cases = {
+            "delete": f'import shutil; shutil.rmtree("{victim}"); return value',
+            "write_outside": f'open("{victim}/pwned", "w").write("x"); return value',
+            "rewrite_tests": (f'open("{root}/tests/test_mathx.py", "w").write("def test_clamp_inside(): pass\\n'
+                              f'def test_clamp_edges(): pass\\n"); return value + 1'),
+            "rewrite_conftest": f'open("{root}/conftest.py", "w").write("import sys\\n"); return value + 1',
+            "network": f'import socket as _s; _s.create_connection(("127.0.0.1", {port}), 2).send(b"leak"); return value',
+            "delete_own_tree": f'import shutil; shutil.rmtree("{root}/tests", ignore_errors=True); return value + 1',
+        }
+        verdicts = {name: judge(clamp, code, CONF) for name, code in cases.items()}
+    finally:
+        t.join()
+        listener.close()
+    for name, v in verdicts.items():
+        assert not v.passed, (name, v)
+    assert (victim / "keep.txt").read_text() == "keep" and not (victim / "pwned").exists()
+    assert got == []
+    assert {p: p.read_bytes() for p in root.rglob("*.py")} == before  # the original tree is untouched
+
+
+def test_resource_bombs_are_contained(clamp):
+    conf = JudgeConfig(timeout_s=15)
+    cases = {
+        "infinite_loop": "while True: pass",
+        "memory": "_x = bytearray(64 * 1024 ** 3); return value",
+        "output": 'import sys\n    while True: sys.stdout.write("x" * 65536)',
+        "fork_bomb": 'import os as _o\n    while True:\n        try: getattr(_o, "fo" + "rk")()\n        except OSError: pass',
+        # Inside the PID namespace the parent is the namespace's init: the kill is ignored, the
+        # evaluator never sees it.  (Spelled out, `os.kill` is screened as tampering.)
+        "kill_parent": 'import os as _o; getattr(_o, "ki" + "ll")(_o.getppid(), 9); return value + 1',
+        "kill_screened": "import os; os.kill(os.getppid(), 9); return value",
+        "background": ('import subprocess; subprocess.Popen(["sleep", "4242"], start_new_session=True); '
+                       'return value + 1'),
+    }
+    verdicts = {name: judge(clamp, code, conf) for name, code in cases.items()}
+    for name, v in verdicts.items():
+        assert not v.passed, (name, v)
+    assert verdicts["infinite_loop"].reason == "timeout"
+    assert verdicts["kill_screened"].reason == "tampering"
+    leftovers = subprocess.run(["pgrep", "-f", "sleep 4242"], capture_output=True, text=True).stdout.split()
+    assert leftovers == []
+    assert judge(clamp, clamp.middle_code, CONF).passed  # the evaluator and the environment survive
+
+
+def test_engine_mixed_run_keeps_other_verdicts_and_resumes(clamp, tmp_path):
+    comps = [[clamp.middle_code, "while True: pass", "return value - 1", clamp.middle_code]]
+    config = EngineConfig(judge=JudgeConfig(timeout_s=10), workers=2, allow_exec=True, use_cache=False,
+                          journal=tmp_path / "journal.jsonl", progress=False)
+    (verdicts,), note = judge_all([clamp], comps, config)
+    assert [v.passed for v in verdicts] == [True, False, False, True] and note == ""
+    assert verdicts[1].reason == "timeout"
+    lines = (tmp_path / "journal.jsonl").read_text().splitlines()
+    assert len(lines) == 4
+    # Resume: everything is in the journal, nothing runs again (a hanging completion would take 10 s).
+    import time
+
+    t0 = time.monotonic()
+    (again,), _ = judge_all([clamp], comps, config)
+    assert [v.passed for v in again] == [True, False, False, True] and time.monotonic() - t0 < 5
+    assert len((tmp_path / "journal.jsonl").read_text().splitlines()) == 4
+
+
+def test_opt_in_required_and_inputs_checked(clamp, monkeypatch):
+    monkeypatch.delenv("EXECREPOBENCH_ALLOW_EXEC", raising=False)
+    with pytest.raises(ExecutionNotAllowed, match="EXECREPOBENCH_ALLOW_EXEC"):
+        judge_all([clamp], [["x"]], EngineConfig(progress=False))
+    with pytest.raises(ValueError, match="lengths must match"):
+        judge_all([clamp], [["x"], ["y"]], EngineConfig(allow_exec=True, progress=False))
+    with pytest.raises(TypeError, match="completion 0: expected a string, got NoneType"):
+        judge_all([clamp], [[None]], EngineConfig(allow_exec=True, progress=False))
+
+
+def test_missing_environment_is_an_error_verdict(clamp):
+    import dataclasses
+
+    orphan = dataclasses.replace(clamp, env_key="0" * 20)
+    v = judge(orphan, orphan.middle_code, CONF)
+    assert not v.passed and v.reason == "error" and "not found" in v.detail
