@@ -160,3 +160,30 @@ def read_jsonl(path) -> Iterator[Sample]:
                 raise RecordError(f"{path}:{lineno}: {exc}") from None
             except TypeError as exc:
                 raise RecordError(f"{path}:{lineno}: {exc}") from None
+
+
+def _feature_of(tp: str):
+    from datasets import List, Value
+
+    if tp in ("str",):
+        return Value("string")
+    if tp == "int":
+        return Value("int64")
+    if tp == "tuple[str, ...]":
+        return List(Value("string"))
+    if tp == "tuple[ContextFile, ...]":
+        return List({"path": Value("string"), "code": Value("string")})
+    raise TypeError(f"no datasets feature for field type {tp}")
+
+
+def features():
+    """`datasets.Features` of a sample record, derived from the dataclass (the one schema)."""
+    from datasets import Features
+
+    return Features({f.name: _feature_of(str(f.type)) for f in dataclasses.fields(Sample)})
+
+
+def __getattr__(name: str):
+    if name == "FEATURES":  # lazy: importing `datasets` is slow and only publishing/loading needs it
+        return features()
+    raise AttributeError(name)

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from execrepobench_dataset.record import Sample
 
-from .junit import PASSED, SKIPPED
+from .junit import ERROR, FAILED, PASSED, SKIPPED
 from .layout import env_dir
 from .limits import Limits
 from .pytest_run import PytestInvocation, run_pytest
@@ -139,6 +139,9 @@ def judge(sample: Sample, completion: str, config: JudgeConfig) -> Verdict:
     if not run.finished:
         return mk(False, "crashed", stderr_tail=tail,
                   detail=f"pytest did not finish its session (exit code {run.exit_code})")
+    broken = tuple(name for name, status in run.unmatched.items() if status in (FAILED, ERROR))
+    if broken:  # a test module that no longer imports: its tests were never collected
+        return mk(False, "failed", failing_tests=broken, stderr_tail=tail, detail="collection errors")
     expected = select or tuple(t for t in run.collected if t not in set(sample.excluded_tests))
     missing = [t for t in expected if run.outcomes.get(t) is None]
     failing = tuple(t for t in expected if run.outcomes.get(t) not in (PASSED, SKIPPED, None))

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from .junit import JunitError, parse_junit_file, results_by_nodeid
+from .junit import JunitError, junit_key, parse_junit_file, results_by_nodeid
 from .limits import Limits
 from .process import ProcessResult, run_command
 from .sandbox import STRONG, SandboxRun, run_sandboxed
@@ -77,6 +77,7 @@ class PytestRun:
     process: ProcessResult
     error: str | None  # why the run produced no usable report, else None
     finished: bool = False  # pytest reached the end of its session (our plugin's second record)
+    unmatched: dict[str, str] = field(default_factory=dict)  # junit entries of no collected test (collection errors)
     plugin_outcomes: dict[str, str] = field(default_factory=dict)  # the plugin's independent record
 
     @property
@@ -153,5 +154,7 @@ def _read_run(out: Path, junit: Path, collect: Path, proc: ProcessResult, timeou
         error = f"timed out after {timeout_s:.0f} s"
     elif not collected and error is None:
         error = f"no tests collected (pytest exit code {proc.returncode})"
-    return PytestRun(results_by_nodeid(collected, junit_results), collected, proc, error, finished,
-                     dict(done["outcomes"]) if finished else {})
+    matched = {junit_key(t) for t in collected}
+    unmatched = {"::".join(k).strip(":"): v for k, v in junit_results.items() if k not in matched}
+    return PytestRun(results_by_nodeid(collected, junit_results), collected, proc, error, finished=finished,
+                     plugin_outcomes=dict(done["outcomes"]) if finished else {}, unmatched=unmatched)

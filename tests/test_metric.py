@@ -1,0 +1,123 @@
+"""The metric as users call it: `evaluate.load(folder)` offline, `compute()`, and a real PyPI repo."""
+import dataclasses
+import doctest
+import os
+from pathlib import Path
+
+import pytest
+
+from conftest import make_sample
+from execrepobench_dataset.record import read_jsonl, write_jsonl
+from execrepobench_metric import api
+from execrepobench_metric.engine import choose_sandbox
+from execrepobench_metric.judge import JudgeConfig, judge
+from execrepobench_metric.sandbox import SandboxUnavailable, strong_available
+
+METRIC_DIR = Path(__file__).parents[1] / "execrepobench_metric"
+needs_bwrap = pytest.mark.skipif(strong_available() is not None, reason="no bwrap sandbox")
+CLAMP_TESTS = ("tests/test_mathx.py::test_clamp_inside", "tests/test_mathx.py::test_clamp_edges")
+
+
+@pytest.fixture(scope="module")
+def two_samples(built_minirepo):
+    clamp = make_sample(built_minirepo, "minirepo/mathx.py", "return value", judged=CLAMP_TESTS)
+    slug = make_sample(built_minirepo, "minirepo/strings.py", "return slug[:limit]",
+                       fill_type="Random Single-line Completion")
+    return [clamp, slug]
+
+
+@needs_bwrap
+def test_evaluate_load_offline(two_samples, monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_EVALUATE_OFFLINE", "1")
+    import evaluate
+
+    metric = evaluate.load(str(METRIC_DIR))
+    preds = [[two_samples[0].middle_code, "return low"], [two_samples[1].middle_code, "return slug"]]
+    out = metric.compute(predictions=preds, references=[s.to_dict() for s in two_samples], k=[1, 2],
+                         allow_exec=True, num_workers=2)
+    assert out["pass@1"] == 50.0 and out["pass@2"] == 100.0
+    assert out["pass@1/grammar-based: statement"] == 50.0 and out["pass@1/Random Single-line Completion"] == 50.0
+    assert out["verdicts/passed"] == 2 and out["verdicts/failed"] == 2 and out["sandbox"] == "bwrap"
+    assert out["es"] < 100.0 and out["pass@1/repo/minirepo"] == 50.0
+    wrong = [d for d in out["details"] if not d["passed"]]
+    assert {d["completion_index"] for d in wrong} == {1} and all(d["failing_tests"] for d in wrong)
+    assert out["latex"].startswith("model & ") and out["latex"].endswith("\\\\")
+
+
+@needs_bwrap
+def test_compute_by_sample_id_and_bad_input(two_samples, tmp_path):
+    write_jsonl(two_samples, tmp_path / "samples.jsonl")
+    ids = [s.sample_id for s in two_samples]
+    out = api.compute([s.middle_code for s in two_samples], ids, dataset=tmp_path, allow_exec=True,
+                      progress=False)
+    assert out["pass@1"] == 100.0
+    with pytest.raises(api.InputError, match="reference 1: .*unknown sample id 'nope'"):
+        api.compute(["a", "b"], [ids[0], "nope"], dataset=tmp_path, allow_exec=True)
+    with pytest.raises(ValueError, match="reference 0: .*no dataset"):
+        api.compute(["a"], [ids[0]], allow_exec=True)
+    with pytest.raises(api.InputError, match="prediction 1: expected a string or a list"):
+        api.compute(["a", None], ids, dataset=tmp_path, allow_exec=True)
+    with pytest.raises(ValueError, match="test_selection"):
+        api.compute(["a"], ids[:1], dataset=tmp_path, test_selection="some")
+    bad = two_samples[0].to_dict()
+    bad["fill_type"] = "Random Line"
+    with pytest.raises(ValueError, match="reference 0: .*fill_type"):
+        api.compute(["a"], [bad], allow_exec=True)
+
+
+def test_weak_mode_only_when_accepted(two_samples, monkeypatch):
+    import execrepobench_metric.engine as engine
+
+    monkeypatch.setattr(engine, "strong_available", lambda: "`bwrap` not found")
+    with pytest.raises(SandboxUnavailable, match="bwrap"):
+        choose_sandbox(allow_weak=False)
+    mode, note = choose_sandbox(allow_weak=True)
+    assert mode == "none" and "WEAK SANDBOX" in note
+    clamp = two_samples[0]
+    root = Path(api.resolve_references([clamp])[0].env_key and __import__(
+        "execrepobench_metric.judge", fromlist=["load_env"]).load_env(clamp.env_key)[1])
+    before = (root / clamp.file_name).read_text()
+    weak = JudgeConfig(sandbox="none", timeout_s=60)
+    assert judge(clamp, clamp.middle_code, weak).passed
+    assert not judge(clamp, "return value * 3", weak).passed
+    assert (root / clamp.file_name).read_text() == before
+
+
+def test_module_docstring_examples():
+    import execrepobench_metric.execrepobench_metric as module
+
+    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
+    assert result.attempted >= 1 and result.failed == 0
+
+
+@needs_bwrap
+@pytest.mark.pypi
+def test_real_pypi_repo_judges_the_completed_file(tmp_path, cache_dir):
+    """isodate (src/ layout, editable install): a fill that breaks the package must fail, the gold pass."""
+    from execrepobench.builder.build import BuildConfig, build
+    from execrepobench.builder.manifest import parse_manifest
+
+    text = '[[repo]]\nsource = "pypi:isodate==0.7.2"\nsamples_per_repo = 3\n'
+    build(BuildConfig(manifest=parse_manifest(text, tmp_path), out=tmp_path / "out", baseline_runs=1,
+                      progress=False))
+    samples = list(read_jsonl(tmp_path / "out" / "samples.jsonl"))
+    out = api.compute([s.middle_code for s in samples], samples, allow_exec=True, progress=False,
+                      use_cache=False)
+    assert out["pass@1"] == 100.0, [d for d in out["details"] if not d["passed"]]
+    # Mask the first import of the package's __init__: a broken fill breaks every test's import.
+    init = next(s for s in samples)  # any sample gives the env and test command
+    from execrepobench_metric.judge import load_env
+
+    root = load_env(init.env_key)[1]
+    text_init = (root / "src/isodate/__init__.py").read_text()
+    line = next(ln for ln in text_init.splitlines() if ln.startswith("from isodate."))
+    start = text_init.index(line)
+    masked = dataclasses.replace(
+        init, sample_id="isodate-init", file_name="src/isodate/__init__.py", prefix_code=text_init[:start],
+        middle_code=line, suffix_code=text_init[start + len(line):], middle_start_byte=len(text_init[:start].encode()),
+        middle_end_byte=len(text_init[:start].encode()) + len(line.encode()), judged_tests=())
+    conf = JudgeConfig(timeout_s=120)
+    assert judge(masked, line, conf).passed
+    broken = judge(masked, "raise RuntimeError('broken fill')", conf)
+    assert not broken.passed and broken.reason == "failed"
