@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import statistics
 import time
 from collections import Counter
 from dataclasses import asdict, dataclass, field, fields, replace
@@ -20,14 +21,18 @@ from tqdm import tqdm
 
 from execrepobench_dataset.record import Sample, make_sample_id, read_jsonl, write_jsonl
 from execrepobench_dataset.version import __version__
-from execrepobench_metric.sandbox import STRONG, strong_available
+from execrepobench_metric.judge import JudgeConfig
+from execrepobench_metric.pytest_run import run_pytest
+from execrepobench_metric.sandbox import STRONG, WEAK, strong_available
 
-from .baseline import Baseline, BaselineError, run_baseline, top_level_modules
+from .baseline import Baseline, BaselineError, invocation, run_baseline, top_level_modules
 from .context import RepoContextIndex
 from .envs import EnvError, ensure_env, make_spec
 from .manifest import Manifest, RepoSpec
 from .masking import MaskConfig, candidate_files, sample_masks, split
+from .selection import CoverageMap, ImportGraph
 from .sources import SourceError, fetch
+from .verify import verify_report, verify_samples, with_selection
 
 _SKIP_DIRS = {".git", ".hg", ".tox", ".nox", ".venv", "venv", "build", "dist", "node_modules", "__pycache__"}
 REPO_ERRORS = (SourceError, EnvError, BaselineError)
@@ -42,6 +47,11 @@ class BuildConfig:
     only: tuple[str, ...] = ()  # repository names; empty = all
     mask: MaskConfig = field(default_factory=MaskConfig)
     progress: bool = True
+    verify: bool = True  # keep only samples whose ground truth passes and whose null fill fails
+    oversample: int = 3  # candidates masked per wanted sample, so verification can drop some
+    gt_runs: int = 3
+    workers: int = field(default_factory=lambda: os.cpu_count() or 1)
+    judge_timeout_s: float = 300.0
 
 
 def python_files(root: Path) -> list[str]:
@@ -58,7 +68,8 @@ def python_files(root: Path) -> list[str]:
 def _inputs_hash(spec: RepoSpec, config: BuildConfig, mask: MaskConfig) -> str:
     mask_fields = {f.name: getattr(mask, f.name) for f in fields(mask)}
     data = {"spec": asdict(spec), "seed": config.manifest.seed, "mask": mask_fields,
-            "baseline_runs": config.baseline_runs, "builder": __version__}
+            "baseline_runs": config.baseline_runs, "builder": __version__, "verify": config.verify,
+            "oversample": config.oversample, "gt_runs": config.gt_runs}
     encode = lambda o: dict(o) if isinstance(o, Mapping) else str(o)  # noqa: E731
     return hashlib.sha256(json.dumps(data, sort_keys=True, default=encode).encode()).hexdigest()[:20]
 
@@ -69,12 +80,14 @@ def _mask_config(spec: RepoSpec, config: BuildConfig) -> MaskConfig:
 
 
 def make_samples(name: str, pinned: str, root: Path, env_key: str, seed: int, mask: MaskConfig,
-                 baseline: Baseline | None, exclude: tuple[str, ...], report: dict) -> list[Sample]:
+                 baseline: Baseline | None, exclude: tuple[str, ...], report: dict,
+                 pool: dict[str, str] | None = None) -> list[Sample]:
     """Mask the repository's sources and attach ranked context; fills the masking part of `report`."""
     sources = candidate_files(root)
     raw = {f: (root / f).read_bytes() for f in sources}
     result = sample_masks(raw, mask, seed, name)
-    pool = {f: (root / f).read_text(encoding="utf-8", errors="replace") for f in python_files(root)}
+    if pool is None:
+        pool = read_pool(root)
     index = RepoContextIndex(pool)  # tokenized once per repository
     samples = []
     for m in result.masks:
@@ -98,6 +111,42 @@ def make_samples(name: str, pinned: str, root: Path, env_key: str, seed: int, ma
         "samples": len(samples), "per_fill_type": dict(sorted(Counter(s.fill_type for s in samples).items())),
     })
     return samples
+
+
+def read_pool(root: Path) -> dict[str, str]:
+    return {f: (root / f).read_text(encoding="utf-8", errors="replace") for f in python_files(root)}
+
+
+def coverage_map(env, root: Path, spec: RepoSpec, data_file: Path, config: BuildConfig,
+                 sandbox: str | None) -> CoverageMap:
+    """One baseline run under coverage.py with a context per test -> which tests ran which lines."""
+    inv = replace(invocation(env, root, spec, config.baseline_timeout_s), coverage_data=data_file)
+    data_file.parent.mkdir(parents=True, exist_ok=True)
+    result = run_pytest(inv, sandbox=sandbox)
+    if result.error or not data_file.exists():
+        raise BaselineError(f"{spec.name}: coverage run failed: {result.error or 'no coverage data'}")
+    return CoverageMap.from_data_file(data_file, root)
+
+
+def verify_repo(samples: list[Sample], wanted: int, baseline: Baseline, cov: CoverageMap, pool: dict[str, str],
+                config: BuildConfig, sandbox: str | None, name: str) -> tuple[list[Sample], dict]:
+    """Select tests for each candidate, then verify candidates in a fixed, kind-mixed order (by
+    content hash) until `wanted` are kept; kept samples return in masking order."""
+    selected = with_selection(samples, cov, ImportGraph(pool), baseline.passing)
+    order = sorted(selected, key=lambda s: s.sample_id)
+    jconf = JudgeConfig(sandbox=sandbox or WEAK, timeout_s=config.judge_timeout_s)
+    outcomes = []
+    batch = max(2, 2 * config.workers)
+    for i in range(0, len(order), batch):
+        outcomes += verify_samples(order[i:i + batch], jconf, workers=config.workers, gt_runs=config.gt_runs,
+                                   progress=config.progress, label=f"verify {name}")
+        if sum(o.kept for o in outcomes) >= wanted:
+            break
+    kept_ids = {o.sample.sample_id for o in outcomes if o.kept}
+    kept_ids = set(sorted(kept_ids)[:wanted]) if len(kept_ids) > wanted else kept_ids
+    final = [s for s in selected if s.sample_id in kept_ids]
+    suite_s = statistics.median(baseline.durations_s) if baseline.durations_s else 0.0
+    return final, verify_report(outcomes, final, len(baseline.passing), suite_s)
 
 
 def build_repo(spec: RepoSpec, config: BuildConfig) -> tuple[list[Sample], dict]:
@@ -129,9 +178,20 @@ def build_repo(spec: RepoSpec, config: BuildConfig) -> tuple[list[Sample], dict]
                                 timeout_s=config.baseline_timeout_s, sandbox=sandbox)
         report["baseline"] = baseline.summary()
         timings["baseline_s"] = time.monotonic() - t0 - sum(timings.values())
-        samples = make_samples(spec.name, fetched.pinned, fetched.root, env.key, config.manifest.seed, mask,
-                               baseline, tuple(spec.exclude_tests), report)
+        pool = read_pool(fetched.root)
+        wanted = mask.samples_per_repo
+        masking = replace(mask, samples_per_repo=wanted * (config.oversample if config.verify else 1))
+        samples = make_samples(spec.name, fetched.pinned, fetched.root, env.key, config.manifest.seed, masking,
+                               baseline, tuple(spec.exclude_tests), report, pool)
         timings["samples_s"] = time.monotonic() - t0 - sum(timings.values())
+        if config.verify:
+            cov = coverage_map(env, fetched.root, spec, folder / "coverage.sqlite", config, sandbox)
+            timings["coverage_s"] = time.monotonic() - t0 - sum(timings.values())
+            samples, vreport = verify_repo(samples, wanted, baseline, cov, pool, config, sandbox, spec.name)
+            report.update(vreport)
+            report["samples"] = len(samples)
+            report["per_fill_type"] = dict(sorted(Counter(s.fill_type for s in samples).items()))
+            timings["verify_s"] = time.monotonic() - t0 - sum(timings.values())
         report["status"] = "ok" if samples else "empty"
         if not samples:
             report["reason"] = "no mask survived the filters"

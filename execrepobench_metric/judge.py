@@ -12,6 +12,7 @@ import json
 import os
 import re
 import time
+import warnings
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -115,7 +116,9 @@ def judge(sample: Sample, completion: str, config: JudgeConfig) -> Verdict:
     mk = lambda passed, reason, **kw: Verdict(sample.sample_id, passed, reason,  # noqa: E731
                                               duration_s=time.monotonic() - start, sandbox=config.sandbox, **kw)
     try:
-        compile(completed, sample.file_name, "exec", dont_inherit=True)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            compile(completed, sample.file_name, "exec", dont_inherit=True)
     except (SyntaxError, ValueError) as exc:
         return mk(False, "syntax_error", detail=str(exc)[:300])
     hits = tampering(completion, original)

@@ -5,8 +5,10 @@ The exit code is recorded but never makes a pass on its own.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
+import shutil
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,6 +38,8 @@ class PytestInvocation:
     select: tuple[str, ...] = ()  # node ids; when given, only these run (instead of test_paths)
     env: Mapping[str, str] = field(default_factory=dict)
     timeout_s: float = 600.0
+    coverage_data: Path | None = None  # when set: run under coverage.py, one context per test
+    collect_only: bool = False
 
     def test_command(self) -> tuple[str, ...]:
         """The command a person would type (recorded in samples), without our bookkeeping flags:
@@ -61,8 +65,14 @@ class PytestInvocation:
                    env={**env, **kwargs.pop("env", {})}, **kwargs)
 
     def argv(self, junit_path: Path) -> list[str]:
-        targets = list(self.select) if self.select else list(self.test_paths)
-        argv = [self.python, "-m", "pytest", *BASE_PYTEST_ARGS, "-p", PLUGIN_NAME,
+        # With a selection, pytest collects the selected tests' files and our plugin keeps only the
+        # selected ids (EXECREPOBENCH_SELECT): an unknown id then cannot abort the whole run.
+        targets = sorted({t.split("::")[0] for t in self.select}) if self.select else list(self.test_paths)
+        runner = [self.python, "-m", "pytest"]
+        if self.coverage_data is not None:
+            runner = [self.python, "-m", "coverage", "run", f"--data-file={self.coverage_data}",
+                      f"--include={self.root}/*", "-m", "pytest"]
+        argv = [*runner, *BASE_PYTEST_ARGS, *(["--collect-only"] if self.collect_only else []), "-p", PLUGIN_NAME,
                 f"--rootdir={self.root}", f"--junitxml={junit_path}", "-o", "junit_logging=no",
                 *self.pytest_args]
         for nodeid in self.deselect:
@@ -103,6 +113,8 @@ def clean_env(inv: PytestInvocation, *, home: Path) -> dict[str, str]:
         "VIRTUAL_ENV": str(Path(venv_bin).parent),
     }
     env.update(inv.env)
+    if inv.coverage_data is not None:
+        env["EXECREPOBENCH_COVERAGE_CONTEXTS"] = "1"
     if "PYTHONPATH" in inv.env:
         env["PYTHONPATH"] = os.pathsep.join((str(PLUGIN_DIR), inv.env["PYTHONPATH"]))
     return env
@@ -119,6 +131,12 @@ def run_pytest(inv: PytestInvocation, *, sandbox: str | None = None, replacement
         home.mkdir(exist_ok=True)
         env = clean_env(inv, home=home)
         env["EXECREPOBENCH_COLLECT_OUT"] = str(collect)
+        if inv.select:
+            (out / "select.json").write_text(json.dumps(list(inv.select)), encoding="utf-8")
+            env["EXECREPOBENCH_SELECT"] = str(out / "select.json")
+        wanted_coverage = inv.coverage_data
+        if wanted_coverage is not None:  # written inside the run's writable folder, kept afterwards
+            inv = dataclasses.replace(inv, coverage_data=out / "coverage.sqlite")
         argv = inv.argv(junit)
         if sandbox is None:
             if replacement is not None:
@@ -129,6 +147,8 @@ def run_pytest(inv: PytestInvocation, *, sandbox: str | None = None, replacement
                              readonly=readonly, visible=(Path(inv.python).parents[1], PLUGIN_DIR),
                              limits=limits or Limits())
             proc = run_sandboxed(run, sandbox)
+        if wanted_coverage is not None and inv.coverage_data.exists():
+            shutil.copyfile(inv.coverage_data, wanted_coverage)
         return _read_run(out, junit, collect, proc, inv.timeout_s)
 
 

@@ -40,7 +40,8 @@ def test_build_fixture_repo_deterministic_and_resumable(tmp_path, minirepo):
     for s in samples:
         assert s.env_key == rep["env_key"] and s.seed == 3
         assert s.test_command[:3] == ("python", "-m", "pytest")
-        if s.file_name == "minirepo/strings.py":  # imports .mathx: ranked first
+        assert s.judged_tests and s.selection_rule  # verified samples carry their test selection
+        if s.file_name == "minirepo/strings.py" and "from .mathx import clamp" in s.prefix_code + s.suffix_code:
             assert s.context_code[0].path == "minirepo/mathx.py"
     assert (out / "build_report.md").read_text().count("| minirepo | ok |") == 1
 
@@ -99,7 +100,13 @@ def test_build_real_pypi_src_layout(tmp_path, cache_dir):
     # isodate generates some parametrize ids differently per run: those are classed flaky, not lost.
     assert b["runs"] == 3 and b["passing"] >= 200 and b["passing"] + b["flaky"] + b["failing"] >= 270
     samples = list(read_jsonl(out / "samples.jsonl"))
-    assert len(samples) == 6
+    # Verification keeps only discriminating samples: up to 6 of 18 candidates.
+    assert 1 <= len(samples) <= 6 == rep["samples"] + (6 - len(samples))
+    assert rep["verify_candidates"] == rep["kept"] + sum(rep["dropped_verify"].values()) or len(samples) == 6
+    assert rep["dropped_verify"]["gt_failed"] <= 2  # unstable test ids are excluded at baseline
+    for s in samples:
+        assert s.judged_tests and s.selection_rule in ("coverage", "importers", "suite")
+        assert not set(s.judged_tests) & set(s.excluded_tests)
     root = Path(json.loads((Path(rep["environment"]["python"]).parents[2] / "env.json").read_text())["spec"]["project_root"])
     _check_samples(samples, root)
     assert all(s.repo_source == rep["pinned"] for s in samples)

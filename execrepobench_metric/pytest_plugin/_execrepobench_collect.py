@@ -17,6 +17,28 @@ def _write(suffix, data):
             json.dump(data, fh)
 
 
+def _selected():
+    path = os.environ.get("EXECREPOBENCH_SELECT")
+    if not path:
+        return None
+    with open(path, encoding="utf-8") as fh:
+        return set(json.load(fh))
+
+
+def pytest_collection_modifyitems(session, config, items):
+    # Runs after the repo's own hooks (plugins registered with -p load late): keep only the judged
+    # tests.  Selecting here, not with node ids on the command line, means an id that is missing in
+    # this run is reported as not run instead of aborting the whole run.
+    wanted = _selected()
+    if wanted is None:
+        return
+    keep = [item for item in items if item.nodeid in wanted]
+    dropped = [item for item in items if item.nodeid not in wanted]
+    items[:] = keep
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+
+
 def pytest_collection_finish(session):
     _write("", [item.nodeid for item in session.items])
 
@@ -36,3 +58,26 @@ def pytest_runtest_logreport(report):
 
 def pytest_sessionfinish(session, exitstatus):
     _write(".done", {"exitstatus": int(exitstatus), "outcomes": _OUTCOMES})
+
+
+def _coverage():
+    if not os.environ.get("EXECREPOBENCH_COVERAGE_CONTEXTS"):
+        return None
+    try:
+        import coverage
+    except ImportError:
+        return None
+    return coverage.Coverage.current()
+
+
+def pytest_runtest_logstart(nodeid, location):
+    # One coverage context per test (its node id); import-time code stays in the empty context.
+    cov = _coverage()
+    if cov is not None:
+        cov.switch_context(nodeid)
+
+
+def pytest_runtest_logfinish(nodeid, location):
+    cov = _coverage()
+    if cov is not None:
+        cov.switch_context("")

@@ -1,0 +1,96 @@
+"""Per-sample test selection: which tests judge a masked region.
+
+Rules, narrowest first (the rule used is recorded in the sample):
+- "coverage": the tests that executed any line of the masked region at baseline (coverage.py, one
+  dynamic context per test, collected once per repository).
+- "importers": the region runs at import time (coverage saw it outside any test), so every test
+  whose module imports the masked module, directly or through other repo modules, is judged.
+- "suite": nothing narrower applies; the whole non-excluded suite.
+Only tests that passed in every baseline run are ever judged.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Collection, Mapping
+
+from .context import imported_paths
+
+RULES = ("coverage", "importers", "suite")
+
+
+@dataclass(frozen=True)
+class CoverageMap:
+    """file (repo-relative) -> line -> node ids of the tests that ran it ("" = outside any test)."""
+
+    lines: Mapping[str, Mapping[int, frozenset[str]]]
+
+    @classmethod
+    def from_data_file(cls, data_file: Path, root: Path) -> "CoverageMap":
+        from coverage import CoverageData
+
+        data = CoverageData(basename=str(data_file))
+        data.read()
+        out: dict[str, dict[int, frozenset[str]]] = {}
+        resolved = root.resolve()
+        for measured in data.measured_files():
+            path = Path(measured).resolve()
+            if not path.is_relative_to(resolved):
+                continue
+            by_line = data.contexts_by_lineno(measured)
+            out[path.relative_to(resolved).as_posix()] = {ln: frozenset(c) for ln, c in by_line.items()}
+        return cls(out)
+
+    def tests_for(self, file_name: str, first: int, last: int) -> tuple[set[str], bool, bool]:
+        """(tests that ran lines first..last, whether any ran at import time, whether any line ran)."""
+        by_line = self.lines.get(file_name, {})
+        hit = [by_line[ln] for ln in range(first, last + 1) if ln in by_line]
+        if not hit:  # a region inside a multi-line statement: use the statement's recorded start line
+            before = [ln for ln in by_line if ln < first]
+            if before:
+                hit = [by_line[max(before)]]
+        contexts = set().union(*hit) if hit else set()
+        return {c for c in contexts if c}, "" in contexts, bool(hit)
+
+
+class ImportGraph:
+    """Which repo files each file imports, transitively; built once per repository."""
+
+    def __init__(self, files: Mapping[str, str]) -> None:
+        paths = set(files)
+        self.direct = {f: imported_paths(code, f, paths) for f, code in files.items()}
+        self._closure: dict[str, set[str]] = {}
+
+    def reaches(self, start: str) -> set[str]:
+        if start not in self._closure:
+            seen, stack = set(), [start]
+            while stack:
+                for nxt in self.direct.get(stack.pop(), ()):
+                    if nxt not in seen:
+                        seen.add(nxt)
+                        stack.append(nxt)
+            self._closure[start] = seen
+        return self._closure[start]
+
+
+def region_lines(prefix: str, middle: str) -> tuple[int, int]:
+    first = prefix.count("\n") + 1
+    return first, first + middle.count("\n")
+
+
+def select_tests(file_name: str, prefix: str, middle: str, cov: CoverageMap, graph: ImportGraph,
+                 judgeable: Collection[str], minimum_rule: str = "coverage") -> tuple[tuple[str, ...], str]:
+    """(judged test ids, rule) for one masked region; `judgeable` = tests passing at baseline."""
+    ok = set(judgeable)
+    first, last = region_lines(prefix, middle)
+    tests, at_import, _ = cov.tests_for(file_name, first, last)
+    tests &= ok
+    if minimum_rule == "coverage" and tests and not at_import:
+        return tuple(sorted(tests)), "coverage"
+    if minimum_rule in ("coverage", "importers"):
+        files = {t.split("::")[0] for t in ok}
+        importing = {f for f in files if file_name in graph.reaches(f) or f == file_name}
+        chosen = {t for t in ok if t.split("::")[0] in importing} | tests
+        if chosen:
+            return tuple(sorted(chosen)), "importers"
+    return tuple(sorted(ok)), "suite"

@@ -1,0 +1,112 @@
+"""Keep only samples that discriminate: the ground truth passes its judged tests 3 times out of 3,
+and a neutral ("null") fill fails at least one of them.  Uses the metric's own judge, so "a sample
+is valid" means exactly "the metric passes its ground truth and fails a null fill".
+
+Null fills, by what was masked (the first candidate that keeps the file compilable is used):
+- block / statement masks and random single/multi-line masks: `pass`, then `...`, then `None`
+- expression masks: `None`, then `...`, then `pass`
+- random spans: the empty string, then `None`, then `pass`
+- last resort everywhere: `_` (a bare name: valid where a name is expected, e.g. an assignment target)
+A sample for which no candidate compiles is dropped (`no_null_fill`).
+"""
+from __future__ import annotations
+
+import statistics
+import warnings
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, replace
+
+from tqdm import tqdm
+
+from execrepobench_dataset.record import (FILL_EXPRESSION, FILL_MULTI_LINE, FILL_SINGLE_LINE, FILL_SPAN,
+                                          Sample)
+from execrepobench_metric.judge import JudgeConfig, Verdict, judge
+
+from .selection import CoverageMap, ImportGraph, select_tests
+
+NULL_FILLS = {
+    FILL_EXPRESSION: ("None", "...", "pass", "_"),
+    FILL_SPAN: ("", "None", "pass", "_"),
+    FILL_SINGLE_LINE: ("pass", "...", "None", "_"),
+    FILL_MULTI_LINE: ("pass", "...", "None", "_"),
+}
+DEFAULT_NULL_FILLS = ("pass", "...", "None", "_")
+DROP_REASONS = ("gt_failed", "null_passed", "no_null_fill", "no_tests")
+
+
+def null_fill(sample: Sample) -> str | None:
+    for fill in NULL_FILLS.get(sample.fill_type, DEFAULT_NULL_FILLS):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # e.g. "'NoneType' object is not callable" SyntaxWarning
+            try:
+                compile(sample.prefix_code + fill + sample.suffix_code, sample.file_name, "exec", dont_inherit=True)
+                return fill
+            except (SyntaxError, ValueError):
+                continue
+    return None
+
+
+@dataclass(frozen=True)
+class Outcome:
+    sample: Sample
+    kept: bool
+    reason: str  # "kept" or one of DROP_REASONS
+    gt_runs_s: tuple[float, ...] = ()
+    detail: str = ""
+
+
+def verify_one(sample: Sample, config: JudgeConfig, gt_runs: int = 3) -> Outcome:
+    if not sample.judged_tests:
+        return Outcome(sample, False, "no_tests")
+    times = []
+    for _ in range(gt_runs):
+        v: Verdict = judge(sample, sample.middle_code, config)
+        times.append(v.duration_s)
+        if not v.passed:
+            return Outcome(sample, False, "gt_failed", tuple(times), f"{v.reason}: {v.detail or v.failing_tests[:3]}")
+    fill = null_fill(sample)
+    if fill is None:
+        return Outcome(sample, False, "no_null_fill", tuple(times))
+    null = judge(sample, fill, config)
+    if null.passed:
+        return Outcome(sample, False, "null_passed", tuple(times), f"null fill {fill!r} passed")
+    return Outcome(sample, True, "kept", tuple(times))
+
+
+def with_selection(samples: list[Sample], cov: CoverageMap, graph: ImportGraph, judgeable: tuple[str, ...],
+                   minimum_rule: str = "coverage") -> list[Sample]:
+    out = []
+    for s in samples:
+        tests, rule = select_tests(s.file_name, s.prefix_code, s.middle_code, cov, graph, judgeable, minimum_rule)
+        out.append(replace(s, judged_tests=tests, selection_rule=rule))
+    return out
+
+
+def verify_samples(samples: list[Sample], config: JudgeConfig, *, workers: int, gt_runs: int = 3,
+                   progress: bool = True, label: str = "verify") -> list[Outcome]:
+    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        return list(tqdm(pool.map(lambda s: verify_one(s, config, gt_runs), samples), total=len(samples),
+                         desc=label, unit="sample", disable=not progress, leave=False))
+
+
+def verify_report(outcomes: list[Outcome], kept: list[Sample], suite_tests: int, suite_s: float) -> dict:
+    """The verification part of a repository's build report."""
+    reasons = Counter(o.reason for o in outcomes)
+    kept_ids = {s.sample_id for s in kept}
+    run_times = [statistics.median(o.gt_runs_s) for o in outcomes if o.sample.sample_id in kept_ids and o.gt_runs_s]
+    median_run = statistics.median(run_times) if run_times else None
+    return {
+        "verify_candidates": len(outcomes),
+        "dropped_verify": {r: reasons.get(r, 0) for r in DROP_REASONS},
+        # the share of checked candidates the official method would have shipped although untestable
+        "null_passed_share": round(reasons.get("null_passed", 0) / max(1, len(outcomes)), 3),
+        "kept": len(kept),
+        "selection_rules": dict(sorted(Counter(s.selection_rule for s in kept).items())),
+        "median_judged_tests": statistics.median([len(s.judged_tests) for s in kept]) if kept else 0,
+        "suite_tests": suite_tests,
+        "median_sample_run_s": round(median_run, 3) if median_run is not None else None,
+        "suite_run_s": round(suite_s, 3),
+        "dropped_examples": [{"sample_id": o.sample.sample_id, "file": o.sample.file_name, "reason": o.reason,
+                              "detail": o.detail[:200]} for o in outcomes if not o.kept][:20],
+    }
