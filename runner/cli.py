@@ -51,9 +51,81 @@ def _run_build(args: argparse.Namespace) -> int:
     return 0 if summary["totals"]["repos_ok"] else 1
 
 
+def _add_evaluate(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--samples", type=Path, required=True, help="samples.jsonl written by `build`")
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--predictions", type=Path,
+                     help='JSONL, one line per sample: {"sample_id": ..., "completion": str or [str, ...]}')
+    src.add_argument("--reference-fill", choices=("ground_truth", "null"),
+                     help="judge the ground truth (should pass) or the null fill (should fail): checks the setup")
+    p.add_argument("--out", type=Path, required=True, help="results folder (results.jsonl, metrics.json)")
+    p.add_argument("--k", type=int, action="append", default=None, help="pass@k (repeatable; default 1)")
+    p.add_argument("--workers", type=int, default=None)
+    p.add_argument("--timeout", type=float, default=300.0)
+    p.add_argument("--test-selection", choices=("judged", "suite"), default="judged")
+    p.add_argument("--allow-exec", action="store_true", help="run model code (sandboxed); or EXECREPOBENCH_ALLOW_EXEC=1")
+    p.add_argument("--allow-weak-sandbox", action="store_true", help="run without bubblewrap (rlimits + timeout only)")
+    p.add_argument("--model-name", default="model")
+    p.add_argument("--no-progress", action="store_true")
+
+
+def _run_evaluate(args: argparse.Namespace) -> int:
+    import json
+
+    from execrepobench.builder.verify import null_fill
+    from execrepobench_dataset.record import FILL_TYPES, RecordError, read_jsonl
+    from execrepobench_metric.api import InputError, compute
+    from execrepobench_metric.engine import ExecutionNotAllowed
+    from execrepobench_metric.sandbox import SandboxUnavailable
+
+    try:
+        samples = list(read_jsonl(args.samples))
+        if args.reference_fill == "ground_truth":
+            preds = [s.middle_code for s in samples]
+        elif args.reference_fill == "null":
+            preds = [null_fill(s) or "" for s in samples]
+        else:
+            by_id = {}
+            for n, line in enumerate(args.predictions.read_text(encoding="utf-8").splitlines(), 1):
+                if line.strip():
+                    rec = json.loads(line)
+                    by_id[rec["sample_id"]] = rec["completion"]
+            missing = [s.sample_id for s in samples if s.sample_id not in by_id]
+            if missing:
+                raise InputError(f"{args.predictions}: no completion for {len(missing)} sample(s), e.g. {missing[:3]}")
+            preds = [by_id[s.sample_id] for s in samples]
+        args.out.mkdir(parents=True, exist_ok=True)
+        out = compute(preds, samples, k=args.k or [1], num_workers=args.workers, timeout=args.timeout,
+                      test_selection=args.test_selection, allow_exec=True if args.allow_exec else None,
+                      allow_weak_sandbox=args.allow_weak_sandbox, journal=args.out / "journal.jsonl",
+                      model_name=args.model_name, progress=not args.no_progress)
+    except (OSError, RecordError, InputError, ExecutionNotAllowed, SandboxUnavailable, KeyError,
+            json.JSONDecodeError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    details = out.pop("details")
+    with (args.out / "results.jsonl").open("w", encoding="utf-8") as fh:
+        for d in details:
+            fh.write(json.dumps(d) + "\n")
+    (args.out / "metrics.json").write_text(json.dumps(out, indent=1), encoding="utf-8")
+    rows = [("all", out.get("es"), out.get("pass@1"), out.get("n_samples"))]
+    rows += [(f, out.get(f"es/{f}"), out.get(f"pass@1/{f}"), out.get(f"n_samples/{f}")) for f in FILL_TYPES
+             if f"pass@1/{f}" in out]
+    print(f"{'fill type':34} {'ES':>6} {'pass@1':>7} {'n':>5}")
+    for name, es, p1, n in rows:
+        print(f"{name:34} {es:6.1f} {p1:7.1f} {n:5d}")
+    counts = {k.split("/", 1)[1]: v for k, v in out.items() if k.startswith("verdicts/") and v}
+    print(f"verdicts: {counts}   sandbox: {out['sandbox']} {out['sandbox_note']}")
+    print(f"LaTeX: {out['latex']}")
+    print(f"wrote {args.out / 'results.jsonl'} and {args.out / 'metrics.json'}")
+    return 0
+
+
 # name -> (help, add arguments, run); later stages register here.
 COMMANDS = {
-    "build": ("build verified-ready samples from a manifest of repositories", _add_build, _run_build),
+    "build": ("build verified samples from a manifest of repositories", _add_build, _run_build),
+    "evaluate": ("judge completions of samples by running their tests in the sandbox", _add_evaluate,
+                 _run_evaluate),
 }
 
 

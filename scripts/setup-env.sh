@@ -3,6 +3,15 @@
 # pip's output goes to .venv/setup.log and is shown only when something fails.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+# The sandbox (bubblewrap) for judging completions; installed when we may (root with apt).
+if ! command -v bwrap >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap; } >/dev/null 2>&1 \
+      || echo "warning: could not install bubblewrap; sandboxed tests will be skipped" >&2
+  else
+    echo "warning: bubblewrap (bwrap) not found; install it to judge completions in the sandbox" >&2
+  fi
+fi
 if [ ! -x .venv/bin/python ]; then
   python3 -m venv .venv
 fi
