@@ -15,9 +15,14 @@ from .manifest import Manifest
 def summarize(reports: list[dict], manifest: Manifest, fingerprint: str) -> dict:
     per_fill: Counter = Counter()
     dropped: Counter = Counter()
+    verify: Counter = Counter()
+    rules: Counter = Counter()
     for r in reports:
         per_fill.update(r.get("per_fill_type", {}))
         dropped.update(r.get("dropped", {}))
+        verify.update(r.get("dropped_verify", {}))
+        verify["verify_candidates"] += r.get("verify_candidates", 0)
+        rules.update(r.get("selection_rules", {}))
     return {
         "builder_version": __version__,
         "manifest": str(manifest.path),
@@ -30,6 +35,9 @@ def summarize(reports: list[dict], manifest: Manifest, fingerprint: str) -> dict
             "candidates": sum(r.get("candidates", 0) for r in reports),
             "per_fill_type": {f: per_fill.get(f, 0) for f in FILL_TYPES},
             "dropped": dict(sorted(dropped.items())),
+            "verify_candidates": verify.pop("verify_candidates", 0),
+            "dropped_verify": dict(sorted(verify.items())),
+            "selection_rules": dict(sorted(rules.items())),
         },
         "repos": reports,
     }
@@ -55,6 +63,23 @@ def markdown(summary: dict) -> str:
     t = summary["totals"]
     lines += ["", f"**{t['samples']} samples** from {t['repos_ok']}/{t['repos']} repositories; "
               f"{t['candidates']} candidates, dropped by filter: {t['dropped']}"]
+    verified = [r for r in summary["repos"] if "verify_candidates" in r]
+    if verified:
+        head = ["repo", "verified", "kept", "gt failed", "null passed", "null-pass share", "rules",
+                "judged tests (median) / suite", "sample s (median) / suite s"]
+        lines += ["", "## Verification and test selection", "",
+                  "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        for r in verified:
+            d = r["dropped_verify"]
+            cells = [r["repo"], r["verify_candidates"], r["kept"], d.get("gt_failed", 0), d.get("null_passed", 0),
+                     r.get("null_passed_share"), ", ".join(f"{k} {v}" for k, v in r.get("selection_rules", {}).items()),
+                     f"{r.get('median_judged_tests')} / {r.get('suite_tests')}",
+                     f"{r.get('median_sample_run_s')} / {r.get('suite_run_s')}"]
+            lines.append("| " + " | ".join(str(c) for c in cells) + " |")
+        share = t["dropped_verify"].get("null_passed", 0) / max(1, t["verify_candidates"])
+        lines += ["", f"Verified {t['verify_candidates']} candidates; dropped {t['dropped_verify']}; "
+                  f"{share:.0%} passed with a null fill (the official method would have shipped them); "
+                  f"selection rules of kept samples: {t['selection_rules']}"]
     return "\n".join(lines) + "\n"
 
 
