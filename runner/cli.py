@@ -73,7 +73,7 @@ def _run_evaluate(args: argparse.Namespace) -> int:
     import json
 
     from execrepobench.builder.verify import null_fill
-    from execrepobench_dataset.record import FILL_TYPES, RecordError, read_jsonl
+    from execrepobench_dataset.record import RecordError, read_jsonl
     from execrepobench_metric.api import InputError, compute
     from execrepobench_metric.engine import ExecutionNotAllowed
     from execrepobench_metric.sandbox import SandboxUnavailable
@@ -103,21 +103,51 @@ def _run_evaluate(args: argparse.Namespace) -> int:
             json.JSONDecodeError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    details = out.pop("details")
-    with (args.out / "results.jsonl").open("w", encoding="utf-8") as fh:
-        for d in details:
-            fh.write(json.dumps(d) + "\n")
-    (args.out / "metrics.json").write_text(json.dumps(out, indent=1), encoding="utf-8")
-    rows = [("all", out.get("es"), out.get("pass@1"), out.get("n_samples"))]
-    rows += [(f, out.get(f"es/{f}"), out.get(f"pass@1/{f}"), out.get(f"n_samples/{f}")) for f in FILL_TYPES
-             if f"pass@1/{f}" in out]
-    print(f"{'fill type':34} {'ES':>6} {'pass@1':>7} {'n':>5}")
-    for name, es, p1, n in rows:
-        print(f"{name:34} {es:6.1f} {p1:7.1f} {n:5d}")
-    counts = {k.split("/", 1)[1]: v for k, v in out.items() if k.startswith("verdicts/") and v}
-    print(f"verdicts: {counts}   sandbox: {out['sandbox']} {out['sandbox_note']}")
-    print(f"LaTeX: {out['latex']}")
-    print(f"wrote {args.out / 'results.jsonl'} and {args.out / 'metrics.json'}")
+    from execrepobench.runner.report import table, write_results
+
+    metrics = write_results(args.out, out, args.model_name)
+    print(table(metrics))
+    print(f"LaTeX: {metrics['latex']}")
+    print(f"wrote {args.out}/results.jsonl, metrics.json, latex.txt, chart.png")
+    return 0
+
+
+def _add_run(p: argparse.ArgumentParser) -> None:
+    src = p.add_mutually_exclusive_group()
+    src.add_argument("--manifest", type=Path, help="build from this manifest (default: the packaged default)")
+    src.add_argument("--quickstart", action="store_true", help="build from the small packaged quickstart manifest")
+    src.add_argument("--samples", type=Path, help="evaluate these samples (samples.jsonl) instead of building")
+    p.add_argument("--out", type=Path, required=True, help="results folder")
+    p.add_argument("--backend", default="baseline", help="generation backend (baseline, oracle, null, ...)")
+    p.add_argument("--model", default=None, help="model name or path for model backends")
+    p.add_argument("--n", type=int, default=1, help="completions per sample")
+    p.add_argument("--k", type=int, action="append", default=None, help="pass@k (repeatable; default 1)")
+    p.add_argument("--workers", type=int, default=None)
+    p.add_argument("--timeout", type=float, default=300.0)
+    p.add_argument("--allow-exec", action="store_true", help="run model code (sandboxed); or EXECREPOBENCH_ALLOW_EXEC=1")
+    p.add_argument("--allow-weak-sandbox", action="store_true")
+    p.add_argument("--no-progress", action="store_true")
+
+
+def _run_run(args: argparse.Namespace) -> int:
+    from execrepobench.builder.manifest import ManifestError
+    from execrepobench.runner.run import RunConfig, run
+    from execrepobench_dataset.record import RecordError
+    from execrepobench_metric.api import InputError
+    from execrepobench_metric.engine import ExecutionNotAllowed
+    from execrepobench_metric.sandbox import SandboxUnavailable
+
+    config = RunConfig(out=args.out, backend=args.backend, model=args.model, samples=args.samples,
+                       manifest=args.manifest, quickstart=args.quickstart, n=args.n, k=tuple(args.k or [1]),
+                       workers=args.workers, timeout_s=args.timeout,
+                       allow_exec=True if args.allow_exec else None, allow_weak_sandbox=args.allow_weak_sandbox,
+                       progress=not args.no_progress)
+    try:
+        run(config)
+    except (OSError, ValueError, ManifestError, RecordError, InputError, ExecutionNotAllowed,
+            SandboxUnavailable) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     return 0
 
 
@@ -126,6 +156,7 @@ COMMANDS = {
     "build": ("build verified samples from a manifest of repositories", _add_build, _run_build),
     "evaluate": ("judge completions of samples by running their tests in the sandbox", _add_evaluate,
                  _run_evaluate),
+    "run": ("build if needed, generate, evaluate and report in one command", _add_run, _run_run),
 }
 
 

@@ -1,0 +1,53 @@
+"""The backend interface and a lazy registry (name -> "module:Class", imported on first use)."""
+from __future__ import annotations
+
+import importlib
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+from execrepobench_dataset.record import Sample
+
+
+@dataclass(frozen=True)
+class Request:
+    sample: Sample
+    prompt: Any = None  # rendered prompt (str or chat messages) for model backends; None for offline ones
+    n: int = 1
+
+
+@dataclass(frozen=True)
+class Generation:
+    raw: tuple[str, ...]  # what the backend returned, one per sample drawn
+    meta: dict = field(default_factory=dict)
+
+
+class Backend(ABC):
+    """Turns requests into n raw completions each.  `needs_prompt` False: works from the sample alone."""
+
+    name = "backend"
+    needs_prompt = True
+
+    def __init__(self, model: str | None = None, **options: Any) -> None:
+        self.model = model
+        self.options = options
+
+    @abstractmethod
+    def generate(self, requests: Sequence[Request]) -> list[Generation]:
+        ...
+
+
+# name -> "module:Class"; modules are imported only when their backend is asked for, so a missing
+# optional dependency (vllm, torch, an HTTP client) never breaks the others.
+REGISTRY: dict[str, str] = {
+    "baseline": "execrepobench.runner.backends.baseline:BaselineBackend",
+    "oracle": "execrepobench.runner.backends.reference:OracleBackend",
+    "null": "execrepobench.runner.backends.reference:NullBackend",
+}
+
+
+def get_backend(name: str, model: str | None = None, **options: Any) -> Backend:
+    if name not in REGISTRY:
+        raise ValueError(f"unknown backend {name!r}; available: {', '.join(sorted(REGISTRY))}")
+    module, _, cls = REGISTRY[name].partition(":")
+    return getattr(importlib.import_module(module), cls)(model=model, **options)

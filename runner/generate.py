@@ -1,0 +1,79 @@
+"""Resumable generation: one JSONL line per sample, appended as soon as it is generated; samples
+already in the file are skipped, so an interrupted run continues where it stopped."""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Sequence
+
+from tqdm import tqdm
+
+from execrepobench_dataset.record import Sample
+
+from .backends.base import Backend, Request
+from .postprocess import clean
+
+
+@dataclass(frozen=True)
+class GenerateConfig:
+    n: int = 1
+    batch_size: int = 32
+    template: str | None = None
+    sampling: dict = field(default_factory=dict)
+    progress: bool = True
+
+
+def done_ids(path: Path) -> set[str]:
+    ids = set()
+    if path.is_file():
+        for line in path.read_text(encoding="utf-8").splitlines():
+            try:
+                ids.add(json.loads(line)["sample_id"])
+            except (ValueError, KeyError, TypeError):
+                continue  # a line cut by an interruption: regenerated
+    return ids
+
+
+def generate(samples: Sequence[Sample], backend: Backend, out: Path, config: GenerateConfig = GenerateConfig(),
+             render: Callable[[Sample], tuple[object, dict]] | None = None,
+             stops: Sequence[str] = ()) -> int:
+    """Append generations for the samples not yet in `out`; returns how many were generated.
+
+    `render(sample)` -> (prompt, info) is required by backends that need a prompt; `info` (token
+    counts, truncation flags) is stored with the line."""
+    if backend.needs_prompt and render is None:
+        raise ValueError(f"backend {backend.name!r} needs prompts: give a template")
+    skip = done_ids(out)
+    todo = [s for s in samples if s.sample_id not in skip]
+    out.parent.mkdir(parents=True, exist_ok=True)
+    bar = tqdm(total=len(todo), desc=f"generate ({backend.name})", unit="sample", disable=not config.progress)
+    with out.open("a", encoding="utf-8") as fh:
+        for start in range(0, len(todo), config.batch_size):
+            batch = todo[start:start + config.batch_size]
+            rendered = [render(s) if render and backend.needs_prompt else (None, {}) for s in batch]
+            gens = backend.generate([Request(s, prompt, config.n) for s, (prompt, _) in zip(batch, rendered)])
+            for s, (_, info), g in zip(batch, rendered, gens):
+                line = {"sample_id": s.sample_id, "completion": [clean(r, stops) for r in g.raw], "raw": list(g.raw),
+                        "backend": backend.name, "model": backend.model, "template": config.template,
+                        "sampling": config.sampling, "n": config.n, **info, **g.meta}
+                fh.write(json.dumps(line, ensure_ascii=False) + "\n")
+                fh.flush()
+                bar.update(1)
+    bar.close()
+    return len(todo)
+
+
+def read_generations(path: Path, samples: Sequence[Sample]) -> list[list[str]]:
+    """Completions in sample order; a sample without a generation is an error naming it."""
+    by_id = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            rec = json.loads(line)
+            by_id[rec["sample_id"]] = rec["completion"]
+        except (ValueError, KeyError, TypeError):
+            continue  # a line cut by an interruption; its sample was generated again after it
+    missing = [s.sample_id for s in samples if s.sample_id not in by_id]
+    if missing:
+        raise ValueError(f"{path}: no generation for {len(missing)} sample(s), e.g. {missing[:3]}")
+    return [by_id[s.sample_id] for s in samples]

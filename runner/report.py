@@ -1,0 +1,59 @@
+"""Results of an evaluation: results.jsonl, metrics.json, the LaTeX row, a terminal table and a
+PNG chart of pass@1 and ES per fill type."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from execrepobench_dataset.record import FILL_TYPES
+
+SHORT = {f: f.replace("Random ", "").replace(" Completion", "").replace("grammar-based: ", "") for f in FILL_TYPES}
+
+
+def table(metrics: dict) -> str:
+    rows = [("all", metrics.get("es"), metrics.get("pass@1"), metrics.get("n_samples"))]
+    rows += [(f, metrics[f"es/{f}"], metrics[f"pass@1/{f}"], metrics.get(f"n_samples/{f}"))
+             for f in FILL_TYPES if f"pass@1/{f}" in metrics]
+    lines = [f"{'fill type':34} {'ES':>6} {'pass@1':>7} {'n':>5}"]
+    lines += [f"{name:34} {es:6.1f} {p1:7.1f} {n or 0:5d}" for name, es, p1, n in rows]
+    counts = {k.split("/", 1)[1]: v for k, v in metrics.items() if k.startswith("verdicts/") and v}
+    lines.append(f"verdicts: {counts}   sandbox: {metrics.get('sandbox')} {metrics.get('sandbox_note', '')}".rstrip())
+    return "\n".join(lines)
+
+
+def chart(metrics: dict, path: Path, title: str) -> Path | None:
+    """Grouped bars: pass@1 and ES per fill type (None when matplotlib is missing)."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    fills = [f for f in FILL_TYPES if f"pass@1/{f}" in metrics]
+    xs = range(len(fills))
+    fig, ax = plt.subplots(figsize=(9, 4))
+    ax.bar([x - 0.2 for x in xs], [metrics[f"pass@1/{f}"] for f in fills], 0.4, label="pass@1")
+    ax.bar([x + 0.2 for x in xs], [metrics[f"es/{f}"] for f in fills], 0.4, label="ES")
+    ax.set_xticks(list(xs), [SHORT[f] for f in fills])
+    ax.set_ylim(0, 100)
+    ax.set_ylabel("%")
+    ax.set_title(title)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+def write_results(out: Path, result: dict, title: str) -> dict:
+    """Write results.jsonl, metrics.json, latex.txt, chart.png; returns the metrics (no details)."""
+    out.mkdir(parents=True, exist_ok=True)
+    metrics = {k: v for k, v in result.items() if k != "details"}
+    with (out / "results.jsonl").open("w", encoding="utf-8") as fh:
+        for d in result.get("details", []):
+            fh.write(json.dumps(d) + "\n")
+    (out / "metrics.json").write_text(json.dumps(metrics, indent=1), encoding="utf-8")
+    (out / "latex.txt").write_text(metrics.get("latex", "") + "\n", encoding="utf-8")
+    chart(metrics, out / "chart.png", title)
+    return metrics

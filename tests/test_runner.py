@@ -1,0 +1,78 @@
+"""Runner: backends registry, the offline baseline, resumable generation, post-processing, `run`."""
+import json
+
+import pytest
+
+from conftest import make_sample
+from execrepobench.runner.backends.base import get_backend
+from execrepobench.runner.backends.baseline import complete
+from execrepobench.runner.generate import GenerateConfig, generate, read_generations
+from execrepobench.runner.postprocess import clean
+from execrepobench_dataset.record import ContextFile, Sample
+from execrepobench_metric.sandbox import strong_available
+
+
+def _sample(prefix, middle, suffix, context=()):
+    return Sample(sample_id="s", repo_name="r", repo_source="path:/r#tree=0", file_name="m.py", prefix_code=prefix,
+                  middle_code=middle, suffix_code=suffix, context_code=tuple(context),
+                  fill_type="Random Single-line Completion", node_type="line",
+                  middle_start_byte=len(prefix.encode()), middle_end_byte=len((prefix + middle).encode()),
+                  env_key="k", seed=0, builder_version="t")
+
+
+def test_unknown_backend_lists_available():
+    with pytest.raises(ValueError, match="unknown backend 'gpt'.*baseline.*null.*oracle"):
+        get_backend("gpt")
+
+
+def test_baseline_continues_the_best_matching_repository_line():
+    ctx = [ContextFile("a.py", "def area(r):\n    r2 = r * r\n    return 3.14159 * r2\n")]
+    s = _sample("def area2(r):\n    r2 = r * r\n    ", "return 3.14159 * r2", "\n", ctx)
+    assert complete(s) == "return 3.14159 * r2"
+    partial = _sample("def area2(r):\n    r2 = r * r\n    return 3.", "14159 * r2", "\n", ctx)
+    assert complete(partial) == "14159 * r2"
+    assert complete(_sample("x = 1\n", "zzz_unknown()", "\n")) in ("", "x = 1")  # nothing better: a floor
+
+
+@pytest.mark.parametrize("raw, stops, expected", [
+    ("return x\n<|file_sep|>junk", ["<|file_sep|>"], "return x\n"),
+    ("```python\nreturn x\n```\nexplanation", [], "return x"),
+    ("a<|endoftext|>b<|file_sep|>", ["<|file_sep|>", "<|endoftext|>"], "a"),
+    ("plain", [], "plain"),
+])
+def test_postprocess(raw, stops, expected):
+    assert clean(raw, stops) == expected
+
+
+def test_generation_resumes_without_duplicates(built_minirepo, tmp_path):
+    samples = [make_sample(built_minirepo, "minirepo/mathx.py", "return value"),
+               make_sample(built_minirepo, "minirepo/mathx.py", "acc += value")]
+    out = tmp_path / "gen.jsonl"
+    oracle = get_backend("oracle")
+    assert generate(samples[:1], oracle, out, GenerateConfig(progress=False)) == 1
+    with out.open("a") as fh:
+        fh.write('{"sample_id": "cut-by-an-interrupt"')  # a half-written last line
+        fh.write("\n")
+    assert generate(samples, oracle, out, GenerateConfig(n=2, progress=False)) == 1  # only the missing one
+    assert read_generations(out, samples) == [["return value"], ["acc += value", "acc += value"]]
+    with pytest.raises(ValueError, match="no generation for 1 sample"):
+        read_generations(out, samples + [make_sample(built_minirepo, "minirepo/mathx.py", "return low")])
+
+
+@pytest.mark.skipif(strong_available() is not None, reason="no bwrap sandbox")
+def test_run_command_end_to_end(built_minirepo, tmp_path):
+    from execrepobench.runner.cli import main
+    from execrepobench_dataset.record import write_jsonl
+
+    samples = [make_sample(built_minirepo, "minirepo/mathx.py", "return value",
+                           judged=("tests/test_mathx.py::test_clamp_inside",))]
+    write_jsonl(samples, tmp_path / "samples.jsonl")
+    rc = main(["run", "--samples", str(tmp_path / "samples.jsonl"), "--backend", "oracle", "--out",
+               str(tmp_path / "res"), "--allow-exec", "--no-progress"])
+    assert rc == 0
+    metrics = json.loads((tmp_path / "res" / "metrics.json").read_text())
+    assert metrics["pass@1"] == 100.0
+    assert (tmp_path / "res" / "chart.png").read_bytes()[:4] == b"\x89PNG"
+    assert len((tmp_path / "res" / "results.jsonl").read_text().splitlines()) == 1
+    assert main(["run", "--samples", str(tmp_path / "samples.jsonl"), "--backend", "nope",
+                 "--out", str(tmp_path / "r2")]) == 2
