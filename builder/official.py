@@ -1,0 +1,294 @@
+"""Import the paper's official release (`exec_repo_bench.jsonl` + the repositories of `repos.zip`).
+
+Each line (`repo_name`, `file_name`, `prefix_code`, `middle_code`, `suffix_code`, `context_code` as
+`[path, code]` pairs, `fill_type`) becomes one of our `Sample`s, and is then checked exactly as the
+builder checks its own samples: per repository a `path:` source over `REPOS/<repo_name>` (snapshotted
+into the cache and pinned by its tree hash), our uv environment, our sandboxed baseline (failing and
+flaky tests excluded), one coverage run, per-sample test selection and verification (ground truth
+passes, the null fill fails).  A line whose prefix+middle+suffix is not the file on disk is reported
+(`mismatched_file`) and skipped.  A repository that cannot be fetched, installed or tested is a report
+entry; the import goes on.
+
+Test command - a deliberate decision: every official repository ships `evaluate_repo.py`, which runs its
+tests and reports only an exit code.  Our verdicts need per-test outcomes (junit XML, our collection
+plugin, judged test selection, the sandbox's read-only test files), so samples are judged with our
+pytest invocation over the repository (pytest's own discovery from the repository root); the official
+entry point is recorded in the report as `official_entry_point` and is never run.  Repositories whose
+tests are not pytest-discoverable therefore fail at baseline and are reported.
+
+`null_passed_share` is the share of verified official samples whose null completion passes its tests:
+samples the official harness counts although they cannot tell a right completion from an empty one.
+"""
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from tqdm import tqdm
+
+from execrepobench_dataset.record import (FILL_TYPES, ContextFile, RecordError, Sample, make_sample_id,
+                                          write_jsonl)
+from execrepobench_dataset.version import __version__
+from execrepobench_metric.judge import JudgeConfig
+from execrepobench_metric.sandbox import STRONG, WEAK, strong_available
+
+from .baseline import Baseline, run_baseline, top_level_modules
+from .build import REPO_ERRORS, BuildConfig, coverage_map, read_pool
+from .envs import ensure_env, make_spec
+from .manifest import Manifest, RepoSpec
+from .masking import candidate_files
+from .selection import ImportGraph
+from .sources import SourceError, fetch
+from .verify import DROP_REASONS, verify_samples, with_selection
+
+ENTRY_POINT = "evaluate_repo.py"
+NODE_TYPE = "official"
+FIELDS = ("repo_name", "file_name", "prefix_code", "middle_code", "suffix_code", "context_code", "fill_type")
+COUNTS = ("lines", "converted", "mismatched", "duplicates", "gt_failed", "null_passed", "no_null_fill",
+          "no_tests", "kept")
+
+
+class OfficialFormatError(RecordError):
+    """A line of the official JSONL that cannot be used; the message names file:line and the field."""
+
+
+@dataclass(frozen=True)
+class OfficialLine:
+    lineno: int
+    repo_name: str
+    file_name: str
+    prefix_code: str
+    middle_code: str
+    suffix_code: str
+    context_code: tuple[ContextFile, ...]
+    fill_type: str
+
+
+def _safe_relpath(value: str) -> bool:
+    parts = PurePosixPath(value).parts
+    return bool(value) and "\\" not in value and not value.startswith("/") and not {".", ".."} & set(parts)
+
+
+def _parse_line(data: object, where: str, lineno: int) -> OfficialLine:
+    if not isinstance(data, dict):
+        raise OfficialFormatError(f"{where}: expected a JSON object, got {type(data).__name__}")
+    for name in FIELDS:
+        if name not in data:
+            raise OfficialFormatError(f"{where}: missing field {name!r}")
+        if name != "context_code" and not isinstance(data[name], str):
+            raise OfficialFormatError(f"{where}: field {name!r} must be a string, got {type(data[name]).__name__}")
+    if data["fill_type"] not in FILL_TYPES:
+        raise OfficialFormatError(f"{where}: field 'fill_type': unknown fill type {data['fill_type']!r} "
+                                  f"(expected one of {', '.join(FILL_TYPES)})")
+    for name in ("repo_name", "file_name"):
+        if not _safe_relpath(data[name]) or (name == "repo_name" and "/" in data[name]):
+            raise OfficialFormatError(f"{where}: field {name!r}: {data[name]!r} is not a safe relative name")
+    context = []
+    if not isinstance(data["context_code"], list):
+        raise OfficialFormatError(f"{where}: field 'context_code' must be a list of [path, code] pairs")
+    for i, item in enumerate(data["context_code"]):
+        if isinstance(item, dict):
+            item = [item.get("path"), item.get("code")]
+        if not (isinstance(item, list) and len(item) == 2 and all(isinstance(x, str) for x in item)):
+            raise OfficialFormatError(f"{where}: field 'context_code' item {i}: expected a [path, code] pair "
+                                      f"of strings, got {str(item)[:80]!r}")
+        context.append(ContextFile(path=item[0], code=item[1]))
+    return OfficialLine(lineno, data["repo_name"], data["file_name"], data["prefix_code"], data["middle_code"],
+                        data["suffix_code"], tuple(context), data["fill_type"])
+
+
+def read_official(jsonl: Path) -> list[OfficialLine]:
+    """Every line of the official JSONL, validated (all or nothing: the first bad line raises)."""
+    try:
+        text = Path(jsonl).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise OfficialFormatError(f"{jsonl}: cannot read: {exc}") from None
+    lines = []
+    for lineno, raw in enumerate(text.splitlines(), 1):
+        if not raw.strip():
+            continue
+        where = f"{jsonl}:{lineno}"
+        try:
+            data = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            raise OfficialFormatError(f"{where}: not valid JSON: {exc}") from None
+        lines.append(_parse_line(data, where, lineno))
+    if not lines:
+        raise OfficialFormatError(f"{jsonl}: no samples")
+    return lines
+
+
+def _resolve_file(root: Path, line: OfficialLine) -> str | None:
+    """The line's file, repo-relative; a `repo_name/` prefix on `file_name` is tolerated."""
+    candidates = [line.file_name]
+    if line.file_name.startswith(line.repo_name + "/"):
+        candidates.append(line.file_name[len(line.repo_name) + 1:])
+    return next((c for c in candidates if (root / c).is_file()), None)
+
+
+def _mismatch(root: Path, line: OfficialLine) -> tuple[str | None, str]:
+    """(file name in the tree, "") when the texts match the file on disk, else (None, the reason)."""
+    rel = _resolve_file(root, line)
+    if rel is None:
+        return None, f"file {line.file_name} not found in the repository"
+    try:
+        on_disk = (root / rel).read_bytes().decode("utf-8")
+    except UnicodeDecodeError:
+        return None, f"file {rel} is not UTF-8"
+    if line.prefix_code + line.middle_code + line.suffix_code != on_disk:
+        at = next((i for i, (a, b) in enumerate(zip(line.prefix_code + line.middle_code + line.suffix_code,
+                                                    on_disk)) if a != b), None)
+        return None, f"prefix+middle+suffix differs from {rel} (first difference at character {at})"
+    return rel, ""
+
+
+def to_sample(line: OfficialLine, file_name: str, pinned: str, env_key: str, baseline: Baseline) -> Sample:
+    prefix_bytes = len(line.prefix_code.encode("utf-8"))
+    return Sample(
+        sample_id=make_sample_id(pinned, file_name, line.prefix_code, line.middle_code, line.suffix_code,
+                                 line.fill_type),
+        repo_name=line.repo_name, repo_source=pinned, file_name=file_name, prefix_code=line.prefix_code,
+        middle_code=line.middle_code, suffix_code=line.suffix_code, context_code=line.context_code,
+        fill_type=line.fill_type, node_type=NODE_TYPE, middle_start_byte=prefix_bytes,
+        middle_end_byte=prefix_bytes + len(line.middle_code.encode("utf-8")), env_key=env_key, seed=0,
+        builder_version=__version__, test_command=baseline.test_command, excluded_tests=baseline.excluded)
+
+
+def _import_repo(name: str, group: list[OfficialLine], repos: Path, out: Path, config: BuildConfig, *,
+                 verify: bool, gt_runs: int, sandbox: str | None, jconf: JudgeConfig,
+                 progress: bool) -> tuple[list[Sample], list[Sample], dict]:
+    """(all converted samples with their selection, kept samples, report entry) of one repository."""
+    folder = repos / name
+    entry = (folder / ENTRY_POINT).relative_to(repos).as_posix() if (folder / ENTRY_POINT).is_file() else None
+    report: dict = {"repo": name, "folder": str(folder), "status": "error", "official_entry_point": entry,
+                    **{k: 0 for k in COUNTS}, "lines": len(group), "skipped_lines": [], "outcomes": []}
+    if not verify:
+        report.update({k: None for k in ("gt_failed", "null_passed", "no_null_fill", "no_tests")})
+    t0 = time.monotonic()
+    converted: list[Sample] = []
+    kept: list[Sample] = []
+    try:
+        if not folder.is_dir():
+            raise SourceError(f"{name}: no folder {folder} for this repo_name in the repos directory")
+        spec = RepoSpec(name=name, source=f"path:{folder}")
+        fetched = fetch(spec)
+        report["pinned"] = fetched.pinned
+        matched = []
+        for line in group:
+            rel, why = _mismatch(fetched.root, line)
+            if rel is None:
+                report["skipped_lines"].append({"line": line.lineno, "file_name": line.file_name,
+                                             "reason": "mismatched_file", "detail": why})
+            else:
+                matched.append((line, rel))
+        report["mismatched"] = len(report["skipped_lines"])
+        if not matched:
+            raise SourceError(f"{name}: no line matches the files of {folder}")
+        env = ensure_env(make_spec(name, fetched.source_hash, fetched.root, config.manifest.python, ()))
+        report["env_key"] = env.key
+        report["environment"] = {"python": env.python, "freeze": list(env.freeze)}
+        # evaluate_repo.py is the official harness, not repository code: never imported by the check
+        modules = [m for m in top_level_modules(candidate_files(fetched.root)) if m != ENTRY_POINT[:-3]]
+        baseline = run_baseline(name, env, fetched.root, spec, modules, runs=config.baseline_runs,
+                                timeout_s=config.baseline_timeout_s, sandbox=sandbox)
+        report["baseline"] = baseline.summary()
+        report["test_command"] = list(baseline.test_command)
+        lineno_of: dict[str, int] = {}
+        for line, rel in matched:
+            sample = to_sample(line, rel, fetched.pinned, env.key, baseline)
+            if sample.sample_id in lineno_of:
+                report["duplicates"] += 1
+                report["skipped_lines"].append({"line": line.lineno, "file_name": line.file_name, "reason": "duplicate",
+                                             "detail": f"same sample as line {lineno_of[sample.sample_id]}"})
+                continue
+            lineno_of[sample.sample_id] = line.lineno
+            converted.append(sample)
+        report["converted"] = len(converted)
+        cov = coverage_map(env, fetched.root, spec, out / "repos" / name / "coverage.sqlite", config, sandbox)
+        converted = with_selection(converted, cov, ImportGraph(read_pool(fetched.root)), baseline.passing)
+        report["selection_rules"] = dict(sorted(Counter(s.selection_rule for s in converted).items()))
+        if verify:
+            outcomes = verify_samples(converted, jconf, workers=config.workers, gt_runs=gt_runs,
+                                      progress=progress, label=f"verify {name}")
+            reasons = Counter(o.reason for o in outcomes)
+            report.update({r: reasons.get(r, 0) for r in DROP_REASONS})
+            report["outcomes"] = [{"line": lineno_of[o.sample.sample_id], "sample_id": o.sample.sample_id,
+                                   "reason": o.reason, "detail": o.detail[:300]} for o in outcomes]
+            kept = [o.sample for o in outcomes if o.kept]
+        else:
+            kept = list(converted)
+        report["kept"] = len(kept)
+        report["status"] = "ok" if kept else "empty"
+    except REPO_ERRORS as exc:
+        report["reason"] = str(exc)
+    report["null_passed_share"] = _share(report)
+    report["time_s"] = round(time.monotonic() - t0, 2)
+    return converted, kept, report
+
+
+def _share(counts: dict) -> float | None:
+    if counts.get("null_passed") is None:
+        return None
+    return round(counts["null_passed"] / max(1, counts["converted"]), 3)
+
+
+def _write_atomic(path: Path, write) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    write(tmp)
+    os.replace(tmp, path)
+
+
+def import_official(jsonl: Path, repos: Path, out: Path, *, verify: bool = True, workers: int = 2,
+                    progress: bool = True, baseline_runs: int = 3, gt_runs: int = 3, python: str | None = None,
+                    baseline_timeout_s: float = 900.0, judge_timeout_s: float = 300.0) -> dict:
+    """Import the official release; writes OUT/samples.jsonl (verified samples, or every converted
+    sample when verify=False), OUT/all_samples.jsonl (every converted sample with its test selection)
+    and OUT/import_report.json, and returns the report.  Raises `OfficialFormatError` (naming
+    file:line and field) on a bad JSONL line and ValueError when `repos` is not a folder."""
+    jsonl, repos, out = Path(jsonl), Path(repos).expanduser().resolve(), Path(out)
+    lines = read_official(jsonl)
+    if not repos.is_dir():
+        raise ValueError(f"--repos {repos}: not a directory (unpack repos.zip and point at the folder "
+                         f"holding one folder per repo_name)")
+    groups: dict[str, list[OfficialLine]] = {}
+    for line in lines:
+        groups.setdefault(line.repo_name, []).append(line)
+    out.mkdir(parents=True, exist_ok=True)
+    # coverage_map reads its timeout from a BuildConfig; the manifest carries the interpreter version.
+    config = BuildConfig(manifest=Manifest(path=None, seed=0, samples_per_repo=1, python=python, repos=()),
+                         out=out, baseline_runs=baseline_runs, baseline_timeout_s=baseline_timeout_s,
+                         progress=progress, verify=verify, gt_runs=gt_runs, workers=workers,
+                         judge_timeout_s=judge_timeout_s)
+    sandbox = STRONG if strong_available() is None else None
+    jconf = JudgeConfig(sandbox=sandbox or WEAK, timeout_s=judge_timeout_s)
+    all_samples: list[Sample] = []
+    kept: list[Sample] = []
+    reports: dict[str, dict] = {}
+    bar = tqdm(sorted(groups), desc="import-official", unit="repo", disable=not progress)
+    for name in bar:
+        bar.set_postfix_str(name)
+        converted, repo_kept, report = _import_repo(name, groups[name], repos, out, config, verify=verify,
+                                                    gt_runs=gt_runs, sandbox=sandbox, jconf=jconf,
+                                                    progress=progress)
+        all_samples += converted
+        kept += repo_kept
+        reports[name] = report
+        if report["status"] != "ok" and progress:
+            tqdm.write(f"[{name}] {report['status']}: {report.get('reason', '')}")
+    overall: dict = {k: sum(r[k] for r in reports.values()) if verify or k not in DROP_REASONS else None
+                     for k in COUNTS}
+    overall.update({"repos": len(reports), "repos_ok": sum(r["status"] == "ok" for r in reports.values()),
+                    "repos_error": sum(r["status"] == "error" for r in reports.values())})
+    overall["null_passed_share"] = _share(overall)
+    report = {"jsonl": str(jsonl.resolve()), "repos_dir": str(repos), "builder_version": __version__,
+              "verify": verify, "baseline_sandbox": sandbox or "host (bubblewrap unavailable)",
+              "judge_sandbox": jconf.sandbox, "overall": overall, "repos": reports}
+    _write_atomic(out / "samples.jsonl", lambda p: write_jsonl(kept, p))
+    _write_atomic(out / "all_samples.jsonl", lambda p: write_jsonl(all_samples, p))
+    _write_atomic(out / "import_report.json",
+                  lambda p: p.write_text(json.dumps(report, indent=1, sort_keys=True), encoding="utf-8"))
+    return report
