@@ -22,14 +22,14 @@ from tqdm import tqdm
 from execrepobench_dataset.record import Sample, make_sample_id, read_jsonl, write_jsonl
 from execrepobench_dataset.version import __version__
 from execrepobench_metric.judge import JudgeConfig
-from execrepobench_metric.pytest_run import run_pytest
-from execrepobench_metric.sandbox import STRONG, WEAK, strong_available
+from execrepobench_metric.sandbox import WEAK
 
-from .baseline import Baseline, BaselineError, invocation, run_baseline, top_level_modules
+from .baseline import Baseline, BaselineError
 from .context import RepoContextIndex
-from .envs import EnvError, ensure_env, make_spec
+from .envs import EnvError
 from .manifest import Manifest, RepoSpec
 from .masking import MaskConfig, candidate_files, sample_masks, split
+from .prepare import coverage_map, prepare
 from .selection import CoverageMap, ImportGraph
 from .sources import SourceError, fetch
 from .verify import verify_report, verify_samples, with_selection
@@ -117,17 +117,6 @@ def read_pool(root: Path) -> dict[str, str]:
     return {f: (root / f).read_text(encoding="utf-8", errors="replace") for f in python_files(root)}
 
 
-def coverage_map(env, root: Path, spec: RepoSpec, data_file: Path, config: BuildConfig,
-                 sandbox: str | None) -> CoverageMap:
-    """One baseline run under coverage.py with a context per test -> which tests ran which lines."""
-    inv = replace(invocation(env, root, spec, config.baseline_timeout_s), coverage_data=data_file)
-    data_file.parent.mkdir(parents=True, exist_ok=True)
-    result = run_pytest(inv, sandbox=sandbox)
-    if result.error or not data_file.exists():
-        raise BaselineError(f"{spec.name}: coverage run failed: {result.error or 'no coverage data'}")
-    return CoverageMap.from_data_file(data_file, root)
-
-
 def verify_repo(samples: list[Sample], wanted: int, baseline: Baseline, cov: CoverageMap, pool: dict[str, str],
                 config: BuildConfig, sandbox: str | None, name: str) -> tuple[list[Sample], dict]:
     """Select tests for each candidate, then verify candidates in a fixed, kind-mixed order (by
@@ -166,18 +155,9 @@ def build_repo(spec: RepoSpec, config: BuildConfig) -> tuple[list[Sample], dict]
         fetched = fetch(spec)
         report["pinned"] = fetched.pinned
         timings["fetch_s"] = time.monotonic() - t0
-        env = ensure_env(make_spec(spec.name, fetched.source_hash, fetched.root, spec.python or config.manifest.python,
-                                   spec.extra_test_requires))
-        report["env_key"] = env.key
-        report["environment"] = {"python": env.python, "freeze": list(env.freeze)}
-        timings["env_s"] = time.monotonic() - t0 - sum(timings.values())
-        modules = top_level_modules(candidate_files(fetched.root))
-        sandbox = STRONG if strong_available() is None else None
-        report["baseline_sandbox"] = sandbox or "host (bubblewrap unavailable)"
-        baseline = run_baseline(spec.name, env, fetched.root, spec, modules, runs=config.baseline_runs,
-                                timeout_s=config.baseline_timeout_s, sandbox=sandbox)
-        report["baseline"] = baseline.summary()
-        timings["baseline_s"] = time.monotonic() - t0 - sum(timings.values())
+        prepared = prepare(spec, fetched, config.manifest.python, runs=config.baseline_runs,
+                           timeout_s=config.baseline_timeout_s, report=report, timings=timings)
+        env, baseline, sandbox = prepared.env, prepared.baseline, prepared.sandbox
         pool = read_pool(fetched.root)
         wanted = mask.samples_per_repo
         masking = replace(mask, samples_per_repo=wanted * (config.oversample if config.verify else 1))
@@ -185,7 +165,7 @@ def build_repo(spec: RepoSpec, config: BuildConfig) -> tuple[list[Sample], dict]
                                baseline, tuple(spec.exclude_tests), report, pool)
         timings["samples_s"] = time.monotonic() - t0 - sum(timings.values())
         if config.verify:
-            cov = coverage_map(env, fetched.root, spec, folder / "coverage.sqlite", config, sandbox)
+            cov = coverage_map(prepared, spec, folder / "coverage.sqlite", config.baseline_timeout_s)
             timings["coverage_s"] = time.monotonic() - t0 - sum(timings.values())
             samples, vreport = verify_repo(samples, wanted, baseline, cov, pool, config, sandbox, spec.name)
             report.update(vreport)

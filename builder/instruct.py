@@ -161,7 +161,8 @@ class Benchmark:
             self.middles.add(s.middle_code.strip())
 
     def name_clash(self, spec: RepoSpec) -> Optional[str]:
-        for n in dict.fromkeys((spec.name, spec.ref.name)):
+        ref = spec.ref  # a pypi/git project name counts too (a path's folder name does not)
+        for n in dict.fromkeys((spec.name,) + ((ref.name,) if ref.kind != "path" else ())):
             if canon_name(n) in self.names:
                 return f"repo name {n!r} is in the benchmark ({self.path})"
         return None
@@ -261,7 +262,8 @@ def build_instruct(manifest: Manifest, out: Path, *, benchmark_samples: Optional
                         rep["records"] += 1
                         rbar.update(1)
                     rep["status"] = "ok" if rep["records"] else "empty"
-            except (SourceError, OSError, ValueError) as exc:  # one repo's failure never ends the build
+            except (SourceError, OSError, ValueError) as exc:  # a repo's failure never ends the build
+                # (records it already streamed stay, and are counted in its entry)
                 rep["reason"] = f"{type(exc).__name__}: {exc}" if not isinstance(exc, SourceError) else str(exc)
             rep.update(per_fill_type=dict(sorted(fills.items())), time_s=round(time.monotonic() - t0, 2))
             repos.append(rep)

@@ -245,3 +245,7 @@ def default_manifest_path() -> Path:
 
 def quickstart_manifest_path() -> Path:
     return _packaged("quickstart.toml")
+
+
+def instruct_manifest_path() -> Path:
+    return _packaged("instruct.toml")

@@ -34,13 +34,12 @@ from execrepobench_dataset.record import (FILL_TYPES, ContextFile, RecordError, 
                                           write_jsonl)
 from execrepobench_dataset.version import __version__
 from execrepobench_metric.judge import JudgeConfig
-from execrepobench_metric.sandbox import STRONG, WEAK, strong_available
+from execrepobench_metric.sandbox import WEAK
 
-from .baseline import Baseline, run_baseline, top_level_modules
-from .build import REPO_ERRORS, BuildConfig, coverage_map, read_pool
-from .envs import ensure_env, make_spec
-from .manifest import Manifest, RepoSpec
-from .masking import candidate_files
+from .baseline import Baseline
+from .build import REPO_ERRORS, read_pool
+from .manifest import RepoSpec
+from .prepare import baseline_sandbox, coverage_map, prepare
 from .selection import ImportGraph
 from .sources import SourceError, fetch
 from .verify import DROP_REASONS, verify_samples, with_selection
@@ -158,14 +157,26 @@ def to_sample(line: OfficialLine, file_name: str, pinned: str, env_key: str, bas
         builder_version=__version__, test_command=baseline.test_command, excluded_tests=baseline.excluded)
 
 
-def _import_repo(name: str, group: list[OfficialLine], repos: Path, out: Path, config: BuildConfig, *,
-                 verify: bool, gt_runs: int, sandbox: str | None, jconf: JudgeConfig,
-                 progress: bool) -> tuple[list[Sample], list[Sample], dict]:
+@dataclass(frozen=True)
+class ImportConfig:
+    verify: bool = True
+    workers: int = 2
+    progress: bool = True
+    baseline_runs: int = 3
+    gt_runs: int = 3
+    python: str | None = None
+    baseline_timeout_s: float = 900.0
+    judge_timeout_s: float = 300.0
+
+
+def _import_repo(name: str, group: list[OfficialLine], repos: Path, out: Path, config: ImportConfig, *,
+                 jconf: JudgeConfig) -> tuple[list[Sample], list[Sample], dict]:
     """(all converted samples with their selection, kept samples, report entry) of one repository."""
     folder = repos / name
     entry = (folder / ENTRY_POINT).relative_to(repos).as_posix() if (folder / ENTRY_POINT).is_file() else None
     report: dict = {"repo": name, "folder": str(folder), "status": "error", "official_entry_point": entry,
                     **{k: 0 for k in COUNTS}, "lines": len(group), "skipped_lines": [], "outcomes": []}
+    verify, progress = config.verify, config.progress
     if not verify:
         report.update({k: None for k in ("gt_failed", "null_passed", "no_null_fill", "no_tests")})
     t0 = time.monotonic()
@@ -188,14 +199,11 @@ def _import_repo(name: str, group: list[OfficialLine], repos: Path, out: Path, c
         report["mismatched"] = len(report["skipped_lines"])
         if not matched:
             raise SourceError(f"{name}: no line matches the files of {folder}")
-        env = ensure_env(make_spec(name, fetched.source_hash, fetched.root, config.manifest.python, ()))
-        report["env_key"] = env.key
-        report["environment"] = {"python": env.python, "freeze": list(env.freeze)}
         # evaluate_repo.py is the official harness, not repository code: never imported by the check
-        modules = [m for m in top_level_modules(candidate_files(fetched.root)) if m != ENTRY_POINT[:-3]]
-        baseline = run_baseline(name, env, fetched.root, spec, modules, runs=config.baseline_runs,
-                                timeout_s=config.baseline_timeout_s, sandbox=sandbox)
-        report["baseline"] = baseline.summary()
+        prepared = prepare(spec, fetched, config.python, runs=config.baseline_runs,
+                           timeout_s=config.baseline_timeout_s, report=report, timings={},
+                           skip_modules=(ENTRY_POINT[:-3],))
+        env, baseline = prepared.env, prepared.baseline
         report["test_command"] = list(baseline.test_command)
         lineno_of: dict[str, int] = {}
         for line, rel in matched:
@@ -208,11 +216,11 @@ def _import_repo(name: str, group: list[OfficialLine], repos: Path, out: Path, c
             lineno_of[sample.sample_id] = line.lineno
             converted.append(sample)
         report["converted"] = len(converted)
-        cov = coverage_map(env, fetched.root, spec, out / "repos" / name / "coverage.sqlite", config, sandbox)
+        cov = coverage_map(prepared, spec, out / "repos" / name / "coverage.sqlite", config.baseline_timeout_s)
         converted = with_selection(converted, cov, ImportGraph(read_pool(fetched.root)), baseline.passing)
         report["selection_rules"] = dict(sorted(Counter(s.selection_rule for s in converted).items()))
         if verify:
-            outcomes = verify_samples(converted, jconf, workers=config.workers, gt_runs=gt_runs,
+            outcomes = verify_samples(converted, jconf, workers=config.workers, gt_runs=config.gt_runs,
                                       progress=progress, label=f"verify {name}")
             reasons = Counter(o.reason for o in outcomes)
             report.update({r: reasons.get(r, 0) for r in DROP_REASONS})
@@ -258,12 +266,10 @@ def import_official(jsonl: Path, repos: Path, out: Path, *, verify: bool = True,
     for line in lines:
         groups.setdefault(line.repo_name, []).append(line)
     out.mkdir(parents=True, exist_ok=True)
-    # coverage_map reads its timeout from a BuildConfig; the manifest carries the interpreter version.
-    config = BuildConfig(manifest=Manifest(path=None, seed=0, samples_per_repo=1, python=python, repos=()),
-                         out=out, baseline_runs=baseline_runs, baseline_timeout_s=baseline_timeout_s,
-                         progress=progress, verify=verify, gt_runs=gt_runs, workers=workers,
-                         judge_timeout_s=judge_timeout_s)
-    sandbox = STRONG if strong_available() is None else None
+    config = ImportConfig(verify=verify, workers=workers, progress=progress, baseline_runs=baseline_runs,
+                          gt_runs=gt_runs, python=python, baseline_timeout_s=baseline_timeout_s,
+                          judge_timeout_s=judge_timeout_s)
+    sandbox = baseline_sandbox()
     jconf = JudgeConfig(sandbox=sandbox or WEAK, timeout_s=judge_timeout_s)
     all_samples: list[Sample] = []
     kept: list[Sample] = []
@@ -271,9 +277,7 @@ def import_official(jsonl: Path, repos: Path, out: Path, *, verify: bool = True,
     bar = tqdm(sorted(groups), desc="import-official", unit="repo", disable=not progress)
     for name in bar:
         bar.set_postfix_str(name)
-        converted, repo_kept, report = _import_repo(name, groups[name], repos, out, config, verify=verify,
-                                                    gt_runs=gt_runs, sandbox=sandbox, jconf=jconf,
-                                                    progress=progress)
+        converted, repo_kept, report = _import_repo(name, groups[name], repos, out, config, jconf=jconf)
         all_samples += converted
         kept += repo_kept
         reports[name] = report

@@ -12,7 +12,7 @@ import shutil
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Mapping
 
 from .junit import JunitError, junit_key, parse_junit_file, results_by_nodeid
 from .limits import Limits

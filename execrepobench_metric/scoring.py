@@ -21,7 +21,6 @@ Reference: the official evaluation, QwenLM/Qwen2.5-Coder
 """
 from __future__ import annotations
 
-import math
 from collections import defaultdict
 from typing import Mapping, Sequence
 

@@ -6,6 +6,8 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+from .cli_data import COMMANDS as DATA_COMMANDS
+
 
 def _add_build(p: argparse.ArgumentParser) -> None:
     p.add_argument("--manifest", type=Path, default=None,
@@ -158,6 +160,7 @@ COMMANDS = {
                  _run_evaluate),
     "run": ("build if needed, generate, evaluate and report in one command", _add_run, _run_run),
 }
+COMMANDS.update(DATA_COMMANDS)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -49,7 +49,7 @@ def built_minirepo(tmp_path_factory):
 
     first = next(read_jsonl(base / "out" / "samples.jsonl"))
     return {"root": Path(env["spec"]["project_root"]), "env_key": rep["env_key"], "pinned": rep["pinned"],
-            "test_command": first.test_command, "report": rep}
+            "test_command": first.test_command, "report": rep, "out": base / "out"}
 
 
 def make_sample(built, file_name, middle, judged=(), fill_type="grammar-based: statement", occurrence=0):

@@ -1,0 +1,438 @@
+"""Publishing builder output as a Hugging Face dataset folder, loading it back, pushing it (offline)."""
+import hashlib
+import json
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from execrepobench_dataset.instruct_record import (SYSTEM_PROMPT, InstructRecord, Message, instruct_features,
+                                                   write_instruct_jsonl)
+from execrepobench_dataset.record import (FILL_BLOCK, FILL_EXPRESSION, FILL_SPAN, FILL_STATEMENT, FILL_TYPES,
+                                          ContextFile, Sample, features, make_sample_id, write_jsonl)
+
+PINNED = {"alpha": "pypi:alpha==1.0#sha256=" + "a" * 64, "beta": "git:https://example.org/beta.git@" + "b" * 40}
+
+
+@pytest.fixture(autouse=True)
+def offline(tmp_path, monkeypatch):
+    """No network, no user cache: everything `datasets` / `huggingface_hub` write goes under tmp_path."""
+    import datasets.config
+    import huggingface_hub.constants
+
+    hf = tmp_path / "hf_home"
+    for name, value in (("HF_HUB_OFFLINE", "1"), ("HF_DATASETS_OFFLINE", "1"), ("HF_HOME", str(hf)),
+                        ("HF_DATASETS_CACHE", str(hf / "datasets"))):
+        monkeypatch.setenv(name, value)
+    monkeypatch.setattr(datasets.config, "HF_HUB_OFFLINE", True)
+    monkeypatch.setattr(datasets.config, "HF_DATASETS_OFFLINE", True)
+    monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", hf / "datasets")
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
+    return hf
+
+
+def sample(repo, file_name, prefix, middle, suffix, fill, context=(), judged=(), command=("python", "-m", "pytest")):
+    return Sample(sample_id=make_sample_id(PINNED[repo], file_name, prefix, middle, suffix, fill), repo_name=repo,
+                  repo_source=PINNED[repo], file_name=file_name, prefix_code=prefix, middle_code=middle,
+                  suffix_code=suffix, context_code=tuple(ContextFile(p, c) for p, c in context), fill_type=fill,
+                  node_type="span" if fill == FILL_SPAN else "expression_statement",
+                  middle_start_byte=len(prefix.encode()), middle_end_byte=len(prefix.encode()) + len(middle.encode()),
+                  env_key="env-" + repo, seed=7, builder_version="0.1.0", test_command=tuple(command),
+                  judged_tests=tuple(judged), excluded_tests=("tests/test_x.py::test_flaky",) if judged else (),
+                  selection_rule="coverage" if judged else "")
+
+
+SAMPLES = [
+    sample("alpha", "alpha/core.py", "def add(a, b):\n", "    return a + b\n", "\n\nX = 1\n", FILL_STATEMENT,
+           context=[("alpha/__init__.py", "from .core import add\n"), ("alpha/util.py", "def f():\n    pass\n")],
+           judged=["tests/test_core.py::test_add", "tests/test_core.py::test_add_neg"]),
+    # empty context_code, judged_tests and test_command: empty list columns must not change the schema
+    sample("alpha", "alpha/util.py", "def f():\n    return ", "None", "\n", FILL_EXPRESSION, command=()),
+    # non-ASCII text: byte offsets differ from character offsets
+    sample("beta", "beta/grüße.py", "def grüß():\n    s = 'héllo ☃ 世界'\n", "    return s * 2\n", "# 终\n",
+           FILL_BLOCK, context=[("beta/ünï.py", "π = 3.14159  # ≈ π\n")], judged=["tests/test_ß.py::test_ü"]),
+    sample("beta", "beta/mod.py", "x = [1, 2", ", 3]", "\ny = 'ü'\n", FILL_SPAN,
+           context=[("beta/a.py", "a = 1\n"), ("beta/b.py", "b = 2\n"), ("beta/c.py", "c = 'ç' * 3\n")],
+           judged=["tests/test_mod.py::test_x"]),
+    sample("beta", "beta/mod.py", "x = [1, 2, 3]\ny = ", "'ü'", "\n", FILL_EXPRESSION,
+           judged=["tests/test_mod.py::test_y"]),
+]
+
+
+def instruct(repo, file_name, middle, fill):
+    msgs = (Message("system", SYSTEM_PROMPT), Message("user", f"<file {file_name}> complete ▁ here"),
+            Message("assistant", middle))
+    return InstructRecord(record_id=hashlib.sha256(f"{repo}{file_name}{middle}".encode()).hexdigest()[:24],
+                          repo_name=repo, repo_source=PINNED[repo], file_name=file_name, fill_type=fill,
+                          node_type="block", messages=msgs, seed=7, builder_version="0.1.0")
+
+
+INSTRUCT = [instruct("alpha", "alpha/x.py", "return 1", FILL_STATEMENT),
+            instruct("beta", "beta/y.py", "für = 'ö'", FILL_BLOCK), instruct("beta", "beta/z.py", "", FILL_SPAN)]
+
+
+def write_build(out: Path, samples=SAMPLES, report_changes=None) -> Path:
+    """A builder output folder: samples.jsonl (deliberately not sorted) + a minimal build_report.json."""
+    out.mkdir(parents=True, exist_ok=True)
+    write_jsonl(samples, out / "samples.jsonl")
+    per_repo = {r: [s for s in samples if s.repo_name == r] for r in PINNED}
+    report = {"builder_version": "0.1.0", "seed": 7, "manifest": "builder/manifests/test.toml",
+              "samples_fingerprint": hashlib.sha256((out / "samples.jsonl").read_bytes()).hexdigest(),
+              "totals": {"repos": 3, "repos_ok": 2, "samples": len(samples)},
+              "repos": [{"repo": r, "status": "ok", "pinned": PINNED[r], "env_key": "env-" + r,
+                         "environment": {"python": "/envs/x/bin/python", "freeze": [f"{r}==1.0", "pytest==8.3.0"]},
+                         "per_fill_type": {f: sum(s.fill_type == f for s in ss) for f in FILL_TYPES},
+                         "samples": len(ss)} for r, ss in per_repo.items()]
+              + [{"repo": "gamma", "status": "error", "reason": "no tests found"}]}
+    report.update(report_changes or {})
+    (out / "build_report.json").write_text(json.dumps(report, indent=1), encoding="utf-8")
+    return out
+
+
+def write_instruct(folder: Path, records=INSTRUCT, report=True) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    write_instruct_jsonl(records, folder / "instruct.jsonl")
+    if report:
+        (folder / "instruct_report.json").write_text(json.dumps({"records": len(records), "seed": 7}))
+    return folder
+
+
+@pytest.fixture()
+def published(tmp_path):
+    from execrepobench_dataset.publish import publish
+
+    build, inst = write_build(tmp_path / "OUT"), write_instruct(tmp_path / "INSTRUCT")
+    summary = publish(build, tmp_path / "dataset", instruct_dir=inst, shard_rows=2)
+    return tmp_path / "dataset", summary
+
+
+def card_meta(folder: Path) -> dict:
+    import yaml
+
+    text = (folder / "README.md").read_text(encoding="utf-8")
+    assert text.startswith("---\n")
+    return yaml.safe_load(text.split("---\n", 2)[1])
+
+
+def test_features_match_records_and_differ_between_configs():
+    import datasets
+
+    f = features()
+    assert list(f) == [name for name in Sample.__dataclass_fields__]
+    assert f["context_code"] == datasets.List({"path": datasets.Value("string"), "code": datasets.Value("string")})
+    assert f["judged_tests"] == datasets.List(datasets.Value("string"))
+    assert datasets.Features._from_yaml_list(f._to_yaml_list()) == f
+    assert set(instruct_features()) == set(InstructRecord.__dataclass_fields__)
+    assert f != instruct_features()
+
+
+def test_round_trip_load_dataset_gives_back_the_published_records(published, offline):
+    import datasets
+
+    folder, summary = published
+    assert summary["configs"]["exec_repo_bench"] == {
+        "split": "test", "num_examples": 5,
+        "files": [f"test-0000{i}-of-00003.parquet" for i in range(3)]}
+    assert summary["configs"]["repo_instruct"]["files"] == ["train-00000-of-00002.parquet",
+                                                            "train-00001-of-00002.parquet"]
+    ds = datasets.load_dataset(str(folder), "exec_repo_bench", split="test", cache_dir=str(offline / "c"))
+    assert ds.features == features()
+    expected = sorted((s.to_dict() for s in SAMPLES), key=lambda d: d["sample_id"])
+    assert [dict(row) for row in ds] == expected
+    inst = datasets.load_dataset(str(folder), "repo_instruct", split="train", cache_dir=str(offline / "c"))
+    assert inst.features == instruct_features()
+    assert [dict(row) for row in inst] == sorted((r.to_dict() for r in INSTRUCT), key=lambda d: d["record_id"])
+    # the default config is the benchmark
+    assert datasets.load_dataset(str(folder), split="test", cache_dir=str(offline / "c")).num_rows == 5
+
+
+def test_load_helpers(published, offline):
+    from execrepobench_dataset import load, load_instruct, load_samples
+
+    folder, _ = published
+    ds = load(str(folder), cache_dir=str(offline / "c"))
+    assert ds.split == "test" and ds.features == features()
+    assert load_samples(str(folder), cache_dir=str(offline / "c")) == sorted(SAMPLES, key=lambda s: s.sample_id)
+    assert load(str(folder), "repo_instruct", cache_dir=str(offline / "c")).split == "train"
+    assert load_instruct(str(folder), cache_dir=str(offline / "c")) == sorted(INSTRUCT, key=lambda r: r.record_id)
+    with pytest.raises(ValueError, match="'exec_repo_bench', 'repo_instruct'"):
+        load(str(folder), "default")
+
+
+def test_parquet_schema_is_explicit_even_for_empty_lists(tmp_path):
+    import pyarrow.parquet as pq
+
+    from execrepobench_dataset.publish import ROW_GROUP_ROWS, publish
+
+    publish(write_build(tmp_path / "OUT"), tmp_path / "ds", shard_rows=1)
+    files = sorted((tmp_path / "ds/data/exec_repo_bench").glob("*.parquet"))
+    assert len(files) == 5
+    for path in files:
+        assert pq.read_schema(path).remove_metadata() == features().arrow_schema.remove_metadata()
+        meta = pq.ParquetFile(path).metadata
+        assert meta.num_rows == 1 and meta.num_row_groups == 1 and ROW_GROUP_ROWS == 100
+    # one shard holds the sample whose lists are all empty
+    assert any(pq.read_table(p).column("judged_tests").to_pylist() == [[]] for p in files)
+
+
+def test_row_groups_have_a_fixed_size(tmp_path):
+    import pyarrow.parquet as pq
+
+    from execrepobench_dataset.publish import publish
+
+    many = [sample("alpha", "alpha/many.py", f"x{i} = ", str(i), "\n", FILL_EXPRESSION) for i in range(205)]
+    summary = publish(write_build(tmp_path / "OUT", samples=many), tmp_path / "ds")
+    assert summary["configs"]["exec_repo_bench"]["files"] == ["test-00000-of-00001.parquet"]
+    meta = pq.ParquetFile(tmp_path / "ds/data/exec_repo_bench/test-00000-of-00001.parquet").metadata
+    assert [meta.row_group(i).num_rows for i in range(meta.num_row_groups)] == [100, 100, 5]
+    assert b"created_by" not in (meta.metadata or {})  # no writer/time metadata beyond the schema
+    assert set(meta.metadata) == {b"ARROW:schema", b"huggingface"}
+
+
+def test_publishing_twice_gives_identical_bytes(tmp_path):
+    from execrepobench_dataset.publish import publish
+
+    build, inst = write_build(tmp_path / "OUT"), write_instruct(tmp_path / "INSTRUCT")
+    publish(build, tmp_path / "a", instruct_dir=inst, shard_rows=2)
+    publish(build, tmp_path / "b", instruct_dir=inst, shard_rows=2)
+
+    def files(root):
+        return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+    first = files(tmp_path / "a")
+    assert set(first) >= {"README.md", "environments.json", "data/exec_repo_bench/test-00000-of-00003.parquet",
+                          "data/repo_instruct/train-00001-of-00002.parquet"}
+    assert files(tmp_path / "b") == first
+    publish(build, tmp_path / "a", instruct_dir=inst, shard_rows=2, overwrite=True)
+    assert files(tmp_path / "a") == first
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["INSTRUCT", "OUT", "a", "b"]  # no leftovers
+
+
+def test_card_yaml(published):
+    import datasets
+
+    folder, _ = published
+    meta = card_meta(folder)
+    assert meta["license"] == "apache-2.0" and meta["task_categories"] == ["text-generation"]
+    assert meta["tags"] == ["code", "code-completion", "fill-in-the-middle", "execution", "python"]
+    assert meta["pretty_name"] == "ExecRepoBench"
+    assert meta["configs"] == [
+        {"config_name": "exec_repo_bench", "data_files": [{"split": "test", "path": "data/exec_repo_bench/*.parquet"}],
+         "default": True},
+        {"config_name": "repo_instruct", "data_files": [{"split": "train", "path": "data/repo_instruct/*.parquet"}]}]
+    infos = {i["config_name"]: i for i in meta["dataset_info"]}
+    assert set(infos) == {"exec_repo_bench", "repo_instruct"}
+    assert datasets.Features._from_yaml_list(infos["exec_repo_bench"]["features"]) == features()
+    assert datasets.Features._from_yaml_list(infos["repo_instruct"]["features"]) == instruct_features()
+    assert [(s["name"], s["num_examples"]) for s in infos["exec_repo_bench"]["splits"]] == [("test", 5)]
+    assert [(s["name"], s["num_examples"]) for s in infos["repo_instruct"]["splits"]] == [("train", 3)]
+
+
+def test_card_body(published):
+    folder, _ = published
+    text = (folder / "README.md").read_text(encoding="utf-8")
+    for needle in ("arXiv 2412.11990", "builder/manifests/test.toml", "seed `7`", "`0.1.0`", PINNED["alpha"],
+                   PINNED["beta"], "`env-alpha`", "environments.json", "| gamma | error |", "allow_exec=True",
+                   "execrepobench evaluate", "@article{yang2024execrepobench", "Multi-level Executable Code",
+                   "Yang, Jian", "- records: `3`"):
+        assert needle in text, needle
+    for name in features():
+        assert f"| `{name}` |" in text, name
+    assert "see record.py" not in text  # every field has its own meaning
+    envs = json.loads((folder / "environments.json").read_text())
+    assert envs["env-beta"] == {"repos": ["beta"], "freeze": ["beta==1.0", "pytest==8.3.0"]}
+
+
+def table_rows(text: str, header: str) -> dict[str, list[str]]:
+    lines = text.splitlines()
+    start = lines.index(header) + 2
+    rows = {}
+    for line in lines[start:]:
+        if not line.startswith("|"):
+            break
+        cells = [c.strip() for c in line.strip("|").split(" | ")]
+        rows[cells[0]] = cells[1:]
+    return rows
+
+
+def test_statistics_tables_match_the_samples(published):
+    folder, _ = published
+    text = (folder / "README.md").read_text(encoding="utf-8")
+    fills = table_rows(text, "| fill type | samples |")
+    assert {f: int(v[0]) for f, v in fills.items()} == {
+        **{f: 0 for f in FILL_TYPES}, FILL_STATEMENT: 1, FILL_EXPRESSION: 2, FILL_BLOCK: 1, FILL_SPAN: 1,
+        "**total**": 5}
+    assert table_rows(text, "| repository | samples |") == {"alpha": ["2"], "beta": ["3"]}
+    sizes = table_rows(text, "| size | min | median | max |")
+    n_files = [len(s.context_code) for s in SAMPLES]
+    chars = [sum(len(c.code) for c in s.context_code) for s in SAMPLES]
+    assert sizes["context files per sample"] == ["0", str(statistics.median(n_files)), "3"]
+    assert sizes["context characters per sample"] == [str(min(chars)), str(statistics.median(chars)), str(max(chars))]
+    assert "middle characters" in sizes and "in-file characters (prefix + suffix)" in sizes
+
+
+def no_output(tmp_path, name="ds"):
+    leftovers = [p.name for p in tmp_path.iterdir() if p.name == name or p.name.startswith(f".{name}.")]
+    assert leftovers == []
+
+
+def rewrite_line(path: Path, index: int, change, ensure_ascii=False):
+    lines = path.read_text(encoding="utf-8").splitlines()
+    data = json.loads(lines[index])
+    change(data)
+    lines[index] = json.dumps(data, ensure_ascii=ensure_ascii)
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+BAD_INPUTS = {
+    "missing": (lambda out: (out / "samples.jsonl").unlink(), r"samples\.jsonl: not found"),
+    "empty": (lambda out: (out / "samples.jsonl").write_text("\n"), r"samples\.jsonl: no records"),
+    "bad_json": (lambda out: (out / "samples.jsonl").write_text("{oops\n"), r"samples\.jsonl:1: not valid JSON"),
+    "seed_type": (lambda out: rewrite_line(out / "samples.jsonl", 1, lambda d: d.update(seed="7")),
+                  r"samples\.jsonl:2: .*field seed must be an integer"),
+    "context_path": (lambda out: rewrite_line(out / "samples.jsonl", 0, lambda d: d["context_code"][0].update(path=3)),
+                     r"samples\.jsonl:1: field context_code\[0\]\.path must be UTF-8 text, got int 3"),
+    "surrogate": (lambda out: rewrite_line(out / "samples.jsonl", 0, lambda d: d["context_code"][1].update(
+        code="x = '\ud800'"), ensure_ascii=True),
+        r"samples\.jsonl:1: field context_code\[1\]\.code must be UTF-8 text"),
+    "not_a_record": (lambda out: (out / "samples.jsonl").write_text("[1, 2]\n"),
+                     r"samples\.jsonl:1: .*expected a mapping"),
+    "missing_field": (lambda out: rewrite_line(out / "samples.jsonl", 2, lambda d: d.pop("env_key")),
+                      r"samples\.jsonl:3: .*missing field\(s\) env_key"),
+    "duplicate": (lambda out: (out / "samples.jsonl").write_text((out / "samples.jsonl").read_text() * 2),
+                  r"samples\.jsonl:6: duplicate sample_id"),
+    "no_report": (lambda out: (out / "build_report.json").unlink(), r"build_report\.json: cannot read"),
+    "stale_report": (lambda out: (out / "samples.jsonl").write_text(
+        "".join((out / "samples.jsonl").read_text(encoding="utf-8").splitlines(True)[1:]), encoding="utf-8"),
+                     r"samples_fingerprint does not match"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_INPUTS))
+def test_bad_input_raises_and_writes_nothing(tmp_path, case):
+    from execrepobench_dataset.publish import PublishError, publish
+
+    change, message = BAD_INPUTS[case]
+    out = write_build(tmp_path / "OUT")
+    change(out)
+    with pytest.raises(PublishError, match=message):
+        publish(out, tmp_path / "ds")
+    no_output(tmp_path)
+
+
+def test_bad_instruct_record_raises(tmp_path):
+    from execrepobench_dataset.publish import PublishError, publish
+
+    inst = write_instruct(tmp_path / "INSTRUCT")
+    rewrite_line(inst / "instruct.jsonl", 1, lambda d: d["messages"].reverse())
+    with pytest.raises(PublishError, match=r"instruct\.jsonl:2: .*system, user, assistant"):
+        publish(write_build(tmp_path / "OUT"), tmp_path / "ds", instruct_dir=inst)
+    no_output(tmp_path)
+
+
+def test_bad_config_name_is_named(tmp_path, monkeypatch):
+    from execrepobench_dataset import publish as mod
+
+    assert mod.validate_config_name("exec_repo_bench-2") == "exec_repo_bench-2"
+    for bad in ("exec repo bench", "_private", "a/b", ""):
+        with pytest.raises(mod.PublishError, match=f"config name '{bad}'"):
+            mod.validate_config_name(bad)
+    monkeypatch.setattr(mod, "SAMPLES_CONFIG", "exec.repo.bench")
+    with pytest.raises(mod.PublishError, match=r"config name 'exec\.repo\.bench' is not accepted"):
+        mod.publish(write_build(tmp_path / "OUT"), tmp_path / "ds")
+    no_output(tmp_path)
+
+
+def test_refuses_to_overwrite_a_non_empty_folder(tmp_path):
+    from execrepobench_dataset.publish import PublishError, publish
+
+    build = write_build(tmp_path / "OUT")
+    (tmp_path / "ds").mkdir()
+    publish(build, tmp_path / "ds")  # an empty folder is fine
+    with pytest.raises(PublishError, match="overwrite=True"):
+        publish(build, tmp_path / "ds")
+    (tmp_path / "ds" / "keep.txt").write_text("mine")
+    with pytest.raises(PublishError, match="overwrite=True"):
+        publish(build, tmp_path / "ds")
+    assert (tmp_path / "ds" / "keep.txt").read_text() == "mine"
+    publish(build, tmp_path / "ds", overwrite=True)
+    assert not (tmp_path / "ds" / "keep.txt").exists() and (tmp_path / "ds" / "README.md").is_file()
+    with pytest.raises(PublishError, match="must not contain the input"):
+        publish(build, tmp_path, overwrite=True)
+    assert (build / "samples.jsonl").is_file()
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "todo.txt").write_text("mine")
+    with pytest.raises(PublishError, match="not a published dataset folder"):  # overwrite never eats other folders
+        publish(build, tmp_path / "notes", overwrite=True)
+    assert (tmp_path / "notes" / "todo.txt").read_text() == "mine"
+
+
+def test_package_import_is_lazy_and_exports():
+    code = ("import sys, execrepobench_dataset as d; assert 'datasets' not in sys.modules; "
+            "assert 'pyarrow' not in sys.modules; "
+            "from execrepobench_dataset.publish import PublishError; assert callable(d.publish); "
+            "assert d.FEATURES == d.features(); assert 'datasets' in sys.modules")
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).parents[1])
+
+
+class RecordingApi:
+    def __init__(self):
+        self.calls = []
+
+    def __getattr__(self, name):
+        def record(*args, **kwargs):
+            if name == "upload_folder":  # what would be uploaded, at the time of the call
+                root = Path(kwargs["folder_path"])
+                kwargs = {**kwargs, "files": sorted(p.relative_to(root).as_posix() for p in root.rglob("*")
+                                                    if p.is_file())}
+            self.calls.append((name, args, kwargs))
+            return f"commit:{name}"
+        return record
+
+
+def test_push_to_hub_calls(published, monkeypatch):
+    import huggingface_hub
+
+    from execrepobench_dataset.publish import push_to_hub
+
+    folder, _ = published
+    monkeypatch.setattr(huggingface_hub, "get_token", lambda: "hf_from_login")
+    api = RecordingApi()
+    assert push_to_hub(folder, "me/execrepobench", private=True, revision="v1", api=api) == "commit:upload_folder"
+    files = ["README.md", "data/exec_repo_bench/test-00000-of-00003.parquet",
+             "data/exec_repo_bench/test-00001-of-00003.parquet", "data/exec_repo_bench/test-00002-of-00003.parquet",
+             "data/repo_instruct/train-00000-of-00002.parquet", "data/repo_instruct/train-00001-of-00002.parquet",
+             "environments.json"]
+    assert api.calls == [
+        ("create_repo", ("me/execrepobench",), {"repo_type": "dataset", "private": True, "exist_ok": True,
+                                                "token": "hf_from_login"}),
+        ("create_branch", ("me/execrepobench",), {"branch": "v1", "repo_type": "dataset", "exist_ok": True,
+                                                  "token": "hf_from_login"}),
+        ("upload_folder", (), {"folder_path": str(folder), "repo_id": "me/execrepobench", "repo_type": "dataset",
+                               "revision": "v1", "commit_message": "Publish ExecRepoBench",
+                               "token": "hf_from_login", "files": sorted(files)})]
+    api = RecordingApi()
+    push_to_hub(folder, "me/execrepobench", token="hf_explicit", api=api)
+    assert [c[0] for c in api.calls] == ["create_repo", "upload_folder"]  # no branch for main
+    assert api.calls[0][2]["private"] is False and api.calls[1][2]["revision"] is None
+    assert all(c[2]["token"] == "hf_explicit" for c in api.calls)
+
+
+def test_push_without_token_raises_before_any_call(published, monkeypatch):
+    import huggingface_hub
+
+    from execrepobench_dataset.publish import PublishError, push_to_hub
+
+    monkeypatch.delenv("HF_TOKEN", raising=False)
+    monkeypatch.setattr(huggingface_hub, "get_token", lambda: None)
+    api = RecordingApi()
+    with pytest.raises(PublishError, match="hf auth login.*HF_TOKEN"):
+        push_to_hub(published[0], "me/execrepobench", api=api)
+    assert api.calls == []
+    with pytest.raises(PublishError, match="not a published dataset folder"):
+        push_to_hub(published[0] / "data", "me/execrepobench", token="t", api=api)
+    with pytest.raises(PublishError, match="owner/name"):
+        push_to_hub(published[0], "me/exec repo", token="t", api=api)
+    assert api.calls == []
