@@ -2,11 +2,10 @@
 from __future__ import annotations
 
 import dataclasses
-import json
 from dataclasses import dataclass
 from typing import Any, Iterable, Iterator, Mapping
 
-from .record import FILL_TYPES, RecordError
+from .record import FILL_TYPES, RecordError, read_records, write_jsonl
 
 SYSTEM_PROMPT = "You are a code completion assistant."
 ROLES = ("system", "user", "assistant")
@@ -77,19 +76,8 @@ def instruct_features():
 
 
 def write_instruct_jsonl(records: Iterable[InstructRecord], path) -> int:
-    n = 0
-    with open(path, "w", encoding="utf-8") as fh:
-        for r in records:
-            fh.write(json.dumps(r.to_dict(), sort_keys=True, ensure_ascii=False) + "\n")
-            n += 1
-    return n
+    return write_jsonl(records, path)
 
 
 def read_instruct_jsonl(path) -> Iterator[InstructRecord]:
-    with open(path, encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if line.strip():
-                try:
-                    yield InstructRecord.from_dict(json.loads(line))
-                except (RecordError, ValueError, TypeError) as exc:
-                    raise RecordError(f"{path}:{lineno}: {exc}") from None
+    return read_records(path, InstructRecord.from_dict)

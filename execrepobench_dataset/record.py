@@ -135,31 +135,33 @@ def make_sample_id(repo_source: str, file_name: str, prefix: str, middle: str, s
     return h.hexdigest()[:24]
 
 
-def write_jsonl(samples: Iterable[Sample], path) -> int:
-    """Write samples as JSON lines (sorted keys, so equal samples give equal bytes)."""
+def write_jsonl(records: Iterable, path) -> int:
+    """Write records (anything with `to_dict()`) as JSON lines; sorted keys, so equal records give
+    equal bytes."""
     n = 0
     with open(path, "w", encoding="utf-8") as fh:
-        for s in samples:
-            fh.write(json.dumps(s.to_dict(), sort_keys=True, ensure_ascii=False) + "\n")
+        for record in records:
+            fh.write(json.dumps(record.to_dict(), sort_keys=True, ensure_ascii=False) + "\n")
             n += 1
     return n
 
 
-def read_jsonl(path) -> Iterator[Sample]:
+def read_records(path, from_dict) -> Iterator:
+    """Records from JSON lines via `from_dict`; errors name path:line."""
     with open(path, encoding="utf-8") as fh:
         for lineno, line in enumerate(fh, 1):
             if not line.strip():
                 continue
             try:
-                data = json.loads(line)
+                yield from_dict(json.loads(line))
             except json.JSONDecodeError as exc:
                 raise RecordError(f"{path}:{lineno}: not valid JSON: {exc}") from None
-            try:
-                yield Sample.from_dict(data)
-            except RecordError as exc:
+            except (RecordError, TypeError, ValueError) as exc:
                 raise RecordError(f"{path}:{lineno}: {exc}") from None
-            except TypeError as exc:
-                raise RecordError(f"{path}:{lineno}: {exc}") from None
+
+
+def read_jsonl(path) -> Iterator[Sample]:
+    return read_records(path, Sample.from_dict)
 
 
 def _feature_of(tp: str):
