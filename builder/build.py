@@ -52,6 +52,9 @@ class BuildConfig:
     gt_runs: int = 3
     workers: int = field(default_factory=lambda: os.cpu_count() or 1)
     judge_timeout_s: float = 300.0
+    # fill type -> narrowest selection rule allowed ("coverage" when absent); widen a kind of sample
+    # here if benchmarks/bench_selection.py ever finds its selected verdicts disagreeing with the suite.
+    selection_floor: Mapping[str, str] = field(default_factory=dict)
 
 
 def python_files(root: Path) -> list[str]:
@@ -69,7 +72,8 @@ def _inputs_hash(spec: RepoSpec, config: BuildConfig, mask: MaskConfig) -> str:
     mask_fields = {f.name: getattr(mask, f.name) for f in fields(mask)}
     data = {"spec": asdict(spec), "seed": config.manifest.seed, "mask": mask_fields,
             "baseline_runs": config.baseline_runs, "builder": __version__, "verify": config.verify,
-            "oversample": config.oversample, "gt_runs": config.gt_runs}
+            "oversample": config.oversample, "gt_runs": config.gt_runs,
+            "selection_floor": dict(config.selection_floor)}
     encode = lambda o: dict(o) if isinstance(o, Mapping) else str(o)  # noqa: E731
     return hashlib.sha256(json.dumps(data, sort_keys=True, default=encode).encode()).hexdigest()[:20]
 
@@ -121,7 +125,7 @@ def verify_repo(samples: list[Sample], wanted: int, baseline: Baseline, cov: Cov
                 config: BuildConfig, sandbox: str | None, name: str) -> tuple[list[Sample], dict]:
     """Select tests for each candidate, then verify candidates in a fixed, kind-mixed order (by
     content hash) until `wanted` are kept; kept samples return in masking order."""
-    selected = with_selection(samples, cov, ImportGraph(pool), baseline.passing)
+    selected = with_selection(samples, cov, ImportGraph(pool), baseline.passing, config.selection_floor)
     order = sorted(selected, key=lambda s: s.sample_id)
     jconf = JudgeConfig(sandbox=sandbox or WEAK, timeout_s=config.judge_timeout_s)
     outcomes = []

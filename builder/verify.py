@@ -16,6 +16,7 @@ import warnings
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
+from typing import Mapping
 
 from tqdm import tqdm
 
@@ -75,9 +76,12 @@ def verify_one(sample: Sample, config: JudgeConfig, gt_runs: int = 3) -> Outcome
 
 
 def with_selection(samples: list[Sample], cov: CoverageMap, graph: ImportGraph, judgeable: tuple[str, ...],
-                   minimum_rule: str = "coverage") -> list[Sample]:
+                   floor: Mapping[str, str] | None = None) -> list[Sample]:
+    """Samples with their judged tests; `floor` maps a fill type to the narrowest rule allowed for it
+    ("coverage" by default; "importers" or "suite" widen the selection for that kind of sample)."""
     out = []
     for s in samples:
+        minimum_rule = (floor or {}).get(s.fill_type, "coverage")
         tests, rule = select_tests(s.file_name, s.prefix_code, s.middle_code, cov, graph, judgeable, minimum_rule)
         out.append(replace(s, judged_tests=tests, selection_rule=rule))
     return out

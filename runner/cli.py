@@ -120,7 +120,8 @@ def _add_run(p: argparse.ArgumentParser) -> None:
     src.add_argument("--quickstart", action="store_true", help="build from the small packaged quickstart manifest")
     src.add_argument("--samples", type=Path, help="evaluate these samples (samples.jsonl) instead of building")
     p.add_argument("--out", type=Path, required=True, help="results folder")
-    p.add_argument("--backend", default="baseline", help="generation backend (baseline, oracle, null, ...)")
+    p.add_argument("--backend", default="baseline",
+                   help="generation backend: baseline, oracle, null (offline); transformers, vllm, openai (models)")
     p.add_argument("--model", default=None, help="model name or path for model backends")
     p.add_argument("--n", type=int, default=1, help="completions per sample")
     p.add_argument("--k", type=int, action="append", default=None, help="pass@k (repeatable; default 1)")
@@ -129,6 +130,16 @@ def _add_run(p: argparse.ArgumentParser) -> None:
     p.add_argument("--allow-exec", action="store_true", help="run model code (sandboxed); or EXECREPOBENCH_ALLOW_EXEC=1")
     p.add_argument("--allow-weak-sandbox", action="store_true")
     p.add_argument("--no-progress", action="store_true")
+    g = p.add_argument_group("model backends (transformers, vllm, openai)")
+    g.add_argument("--template", default=None,
+                   help="prompt template (see runner/templates.py; default: detected from the --model name)")
+    g.add_argument("--temperature", type=float, default=None, help="0 (default): greedy; > 0: sampling")
+    g.add_argument("--top-p", type=float, default=None, help="nucleus sampling (default 1.0)")
+    g.add_argument("--seed", type=int, default=None, help="sampling seed (default 0; per sample derived from it)")
+    g.add_argument("--max-new-tokens", type=int, default=None, help="generation budget per completion (default 512)")
+    g.add_argument("--tensor-parallel-size", type=int, default=None, help="vllm: GPUs to shard the model over")
+    g.add_argument("--base-url", default=None,
+                   help="openai: the server's URL, e.g. http://127.0.0.1:8000/v1 (default $OPENAI_BASE_URL)")
 
 
 def _run_run(args: argparse.Namespace) -> int:
@@ -139,14 +150,17 @@ def _run_run(args: argparse.Namespace) -> int:
     from execrepobench_metric.engine import ExecutionNotAllowed
     from execrepobench_metric.sandbox import SandboxUnavailable
 
+    options = {key: getattr(args, key) for key in ("temperature", "top_p", "seed", "tensor_parallel_size", "base_url")
+               if getattr(args, key) is not None}
     config = RunConfig(out=args.out, backend=args.backend, model=args.model, samples=args.samples,
                        manifest=args.manifest, quickstart=args.quickstart, n=args.n, k=tuple(args.k or [1]),
                        workers=args.workers, timeout_s=args.timeout,
                        allow_exec=True if args.allow_exec else None, allow_weak_sandbox=args.allow_weak_sandbox,
-                       progress=not args.no_progress)
+                       progress=not args.no_progress, backend_options=options, template=args.template,
+                       max_new_tokens=args.max_new_tokens)
     try:
         run(config)
-    except (OSError, ValueError, ManifestError, RecordError, InputError, ExecutionNotAllowed,
+    except (OSError, ValueError, ImportError, ManifestError, RecordError, InputError, ExecutionNotAllowed,
             SandboxUnavailable) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -34,6 +34,8 @@ class RunConfig:
     allow_weak_sandbox: bool = False
     progress: bool = True
     backend_options: dict = field(default_factory=dict)
+    template: str | None = None  # prompt template for model backends; None: detect_template(model)
+    max_new_tokens: int | None = None  # generation budget (None: prompts.MAX_GENERATION_TOKENS)
 
 
 def _samples_path(config: RunConfig) -> Path:
@@ -48,14 +50,64 @@ def _samples_path(config: RunConfig) -> Path:
     return out / "samples.jsonl"
 
 
+def _needs_prompt(backend: str) -> bool:
+    """The backend class's `needs_prompt`, read without making the backend (unknown names: get_backend says)."""
+    import importlib
+
+    from .backends.base import REGISTRY
+
+    if backend not in REGISTRY:
+        return False
+    module, _, cls = REGISTRY[backend].partition(":")
+    return bool(getattr(getattr(importlib.import_module(module), cls), "needs_prompt", True))
+
+
+def _prompting(config: RunConfig, options: dict):
+    """For model backends: (render(sample) -> (prompt, info), stop strings, template name), with the template
+    (--template, else detected from the model name) and the model folder's own tokenizer and length.  Fills
+    `options` with the stop strings and the generation budget."""
+    from .prompts import MAX_GENERATION_TOKENS, build_prompt_for_sample, load_tokenizer, model_max_length
+    from .templates import detect_template, get_template
+
+    if not config.model:
+        raise ValueError(f"backend {config.backend!r} needs --model (a local model folder: its tokenizer builds "
+                         "the prompts)")
+    name = config.template or detect_template(config.model)
+    template = get_template(name)
+    if not config.template:
+        print(f"template: {name} (detected from the model name {config.model!r}; --template NAME to choose)")
+    folder = Path(options.get("tokenizer") or config.model).expanduser()
+    if not (folder / "tokenizer.json").is_file() or not (folder / "config.json").is_file():
+        raise FileNotFoundError(f"model folder {str(folder)!r} has no tokenizer.json/config.json: prompts are "
+                                "fitted with the model's own tokenizer, so --model must be a local model folder "
+                                "(for --backend openai, serve the model under that folder path)")
+    tokenizer, model_max = load_tokenizer(folder), model_max_length(folder)
+    max_new = config.max_new_tokens or options.get("max_new_tokens") or MAX_GENERATION_TOKENS
+    options["max_new_tokens"] = max_new
+    options.setdefault("stop", list(template.stop))
+    reserve = 64 if template.kind == "chat" else 0  # the chat template's role markers, not counted here
+
+    def render(sample):
+        p = build_prompt_for_sample(template, sample, tokenizer, max_generation_tokens=max_new, model_max=model_max,
+                                    reserve_tokens=reserve)
+        return p.text, {**p.info(), "truncated": p.truncated}
+
+    return render, tuple(template.stop), name
+
+
 def run(config: RunConfig) -> dict:
     samples_file = _samples_path(config)
     samples = list(read_jsonl(samples_file))
     if not samples:
         raise ValueError(f"{samples_file}: no samples to evaluate (see the build report beside it)")
-    backend = get_backend(config.backend, config.model, **config.backend_options)
+    options, render, stops, template = dict(config.backend_options), None, (), None
+    if _needs_prompt(config.backend):
+        render, stops, template = _prompting(config, options)
+    backend = get_backend(config.backend, config.model, **options)
     gen_path = config.out / "generations.jsonl"
-    generate(samples, backend, gen_path, GenerateConfig(n=config.n, progress=config.progress))
+    sampling = {k: options[k] for k in ("temperature", "top_p", "seed", "max_new_tokens") if options.get(k) is not None}
+    generate(samples, backend, gen_path, GenerateConfig(n=config.n, template=template, sampling=sampling,
+                                                        progress=config.progress), render=render, stops=stops)
     completions = read_generations(gen_path, samples)
     name = config.model or config.backend
     result = compute(completions, samples, k=config.k, num_workers=config.workers, timeout=config.timeout_s,

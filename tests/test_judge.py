@@ -87,6 +87,11 @@ def test_hostile_file_system_and_network(clamp, built_minirepo, tmp_path):
             "rewrite_conftest": f'open("{root}/conftest.py", "w").write("import sys\\n"); return value + 1',
             "network": f'import socket as _s; _s.create_connection(("127.0.0.1", {port}), 2).send(b"leak"); return value',
             "delete_own_tree": f'import shutil; shutil.rmtree("{root}/tests", ignore_errors=True); return value + 1',
+            # patching pytest at import so that failures are reported as passes
+            "patch_pytest": ("import _pytest.reports as _r; _r.TestReport.failed = property(lambda self: False); "
+                             "return value + 1"),
+            "patch_junit": ("m = __import__('_py' + 'test.junitxml', fromlist=['x']); "
+                            "m._NodeReporter.append_failure = lambda *a: None; return value + 1"),
         }
         verdicts = {name: judge(clamp, code, CONF) for name, code in cases.items()}
     finally:
@@ -94,6 +99,7 @@ def test_hostile_file_system_and_network(clamp, built_minirepo, tmp_path):
         listener.close()
     for name, v in verdicts.items():
         assert not v.passed, (name, v)
+    assert verdicts["patch_pytest"].reason == verdicts["patch_junit"].reason == "tampering"
     assert (victim / "keep.txt").read_text() == "keep" and not (victim / "pwned").exists()
     assert got == []
     assert {p: p.read_bytes() for p in root.rglob("*.py")} == before  # the original tree is untouched

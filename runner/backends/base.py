@@ -43,6 +43,9 @@ REGISTRY: dict[str, str] = {
     "baseline": "execrepobench.runner.backends.baseline:BaselineBackend",
     "oracle": "execrepobench.runner.backends.reference:OracleBackend",
     "null": "execrepobench.runner.backends.reference:NullBackend",
+    "transformers": "execrepobench.runner.backends.hf:TransformersBackend",
+    "vllm": "execrepobench.runner.backends.vllm_backend:VLLMBackend",
+    "openai": "execrepobench.runner.backends.openai_backend:OpenAIBackend",
 }
 
 

@@ -1,0 +1,131 @@
+"""`openai`: any OpenAI-compatible server (vLLM's `python -m vllm.entrypoints.openai.api_server`, TGI, SGLang,
+llama.cpp server, ...), through `/v1/completions`.
+
+The FIM prompt is rendered here, client-side, and sent whole as `prompt` (vLLM rejects `suffix`); chat prompts
+(message lists, the "chat" templates) go to `/v1/chat/completions`.  Requests run on a bounded thread pool
+(`concurrency`); a connection error, a timeout, HTTP 429 or 5xx is retried with exponential backoff
+(`retries`, `backoff_s`), then fails with an error naming the URL.  Standard library only (urllib).
+
+Options: base_url (--base-url; default $OPENAI_BASE_URL or http://127.0.0.1:8000/v1), api_key (default
+$OPENAI_API_KEY), model (--model: the served model name; default the server's first /v1/models entry),
+temperature, top_p, seed, max_new_tokens, stop (as the transformers backend), concurrency (8), retries (4),
+backoff_s (0.5), timeout_s (600, per HTTP request), extra_body (merged into every request; default
+{"skip_special_tokens": false} so that special-token stop strings such as <|file_sep|> can match: vLLM's
+default drops special tokens from the text; pass {} for servers that reject unknown fields).
+For greedy results equal to offline vLLM, start vLLM's server with `--generation-config vllm` (otherwise it
+applies the model's generation_config.json defaults, e.g. a repetition penalty, to every request).
+"""
+from __future__ import annotations
+
+import json
+import os
+import time
+import urllib.error
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Sequence
+
+from .base import Backend, Generation, Request
+from .hf import SamplingOptions, sample_seed
+
+DEFAULT_BASE_URL = "http://127.0.0.1:8000/v1"
+RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
+
+
+class ServerError(OSError):
+    """The server could not be reached, or answered with an error (an OSError: the CLI reports it cleanly)."""
+
+
+class OpenAIBackend(Backend):
+    name = "openai"
+    needs_prompt = True
+
+    def __init__(self, model: str | None = None, **options: Any) -> None:
+        super().__init__(model, **options)
+        base = options.get("base_url") or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL
+        base = base.rstrip("/")
+        self.base_url = base if base.endswith("/v1") else base + "/v1"
+        self.api_key = options.get("api_key") or os.environ.get("OPENAI_API_KEY") or ""
+        self.sampling = SamplingOptions.from_options(options)
+        self.concurrency = max(1, int(options.get("concurrency") or 8))
+        self.retries = max(0, int(4 if options.get("retries") is None else options["retries"]))
+        self.backoff_s = float(0.5 if options.get("backoff_s") is None else options["backoff_s"])
+        self.timeout_s = float(options.get("timeout_s") or 600.0)
+        extra = options.get("extra_body")
+        self.extra_body = {"skip_special_tokens": False} if extra is None else dict(extra)
+        self._served: str | None = None
+
+    # -- HTTP ----------------------------------------------------------------------------------------------
+    def _call(self, method: str, path: str, body: dict | None = None) -> dict:
+        url = f"{self.base_url}{path}"
+        data = None if body is None else json.dumps(body).encode("utf-8")
+        headers = {"Content-Type": "application/json", "Accept": "application/json"}
+        if self.api_key:
+            headers["Authorization"] = f"Bearer {self.api_key}"
+        last = ""
+        for attempt in range(self.retries + 1):
+            if attempt:
+                time.sleep(self.backoff_s * 2 ** (attempt - 1))
+            req = urllib.request.Request(url, data=data, headers=headers, method=method)
+            try:
+                with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:
+                    return json.loads(resp.read().decode("utf-8"))
+            except urllib.error.HTTPError as exc:
+                detail = exc.read().decode("utf-8", "replace")[:500]
+                if exc.code not in RETRY_STATUS:
+                    raise ServerError(f"{method} {url}: HTTP {exc.code}: {detail}") from exc
+                last = f"HTTP {exc.code}: {detail}"
+            except (urllib.error.URLError, OSError, TimeoutError) as exc:  # refused, reset, DNS, timeout
+                last = f"{type(exc).__name__}: {getattr(exc, 'reason', exc)}"
+            except ValueError as exc:  # not JSON
+                raise ServerError(f"{method} {url}: the answer is not JSON ({exc})") from exc
+        raise ServerError(f"the OpenAI-compatible server at {self.base_url} did not answer {method} {url} after "
+                          f"{self.retries + 1} attempt(s): {last} (is it running? see --base-url)")
+
+    def served_model(self) -> str:
+        if self.model:
+            return self.model
+        if self._served is None:
+            data = self._call("GET", "/models").get("data") or []
+            if not data:
+                raise ServerError(f"{self.base_url}/models lists no model; give --model")
+            self._served = data[0]["id"]
+        return self._served
+
+    # -- generation ----------------------------------------------------------------------------------------
+    def body(self, request: Request) -> tuple[str, dict]:
+        s = self.sampling
+        body: dict[str, Any] = {"model": self.served_model(), "max_tokens": s.max_new_tokens,
+                                "temperature": s.temperature, "top_p": s.top_p if not s.greedy else 1.0,
+                                "n": 1 if s.greedy else request.n}
+        if not s.greedy:
+            body["seed"] = sample_seed(s.seed, request.sample.sample_id)
+        if s.stop:
+            body["stop"] = list(s.stop)
+        body.update(self.extra_body)
+        if isinstance(request.prompt, str):
+            return "/completions", {**body, "prompt": request.prompt}
+        return "/chat/completions", {**body, "messages": list(request.prompt)}
+
+    def _one(self, request: Request) -> Generation:
+        path, body = self.body(request)
+        answer = self._call("POST", path, body)
+        choices = sorted(answer.get("choices") or [], key=lambda c: c.get("index", 0))
+        if not choices:
+            raise ServerError(f"POST {self.base_url}{path}: no choices in the answer: {str(answer)[:300]}")
+        texts = [(c.get("text") if "text" in c else (c.get("message") or {}).get("content")) or "" for c in choices]
+        reasons = [c.get("finish_reason") or "" for c in choices]
+        if self.sampling.greedy:
+            texts, reasons = texts[:1] * request.n, reasons[:1] * request.n
+        meta = {"finish_reason": reasons}
+        usage = answer.get("usage") or {}
+        if "completion_tokens" in usage:
+            meta["usage_completion_tokens"] = usage["completion_tokens"]
+        return Generation(tuple(texts), meta)
+
+    def generate(self, requests: Sequence[Request]) -> list[Generation]:
+        if not requests:
+            return []
+        self.served_model()  # resolve once, before the threads
+        with ThreadPoolExecutor(max_workers=min(self.concurrency, len(requests))) as pool:
+            return list(pool.map(self._one, requests))
