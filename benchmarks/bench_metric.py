@@ -20,10 +20,12 @@ from pathlib import Path
 
 from execrepobench.builder.agreement import mutants
 from execrepobench.builder.verify import null_fill
-from execrepobench_dataset.record import read_jsonl
 from execrepobench_metric.judge import JudgeConfig, judge, load_env
 from execrepobench_metric.process import run_command
 from execrepobench_metric.pytest_run import PytestInvocation, clean_env
+
+sys.path.insert(0, str(Path(__file__).parent))
+from _common import verified_samples  # noqa: E402
 
 
 def official(sample, completion: str, timeout: float) -> tuple[bool, str]:
@@ -48,7 +50,7 @@ def main() -> int:
     ap.add_argument("--limit", type=int, default=12, help="samples used (3-5 completions each)")
     ap.add_argument("--timeout", type=float, default=300)
     args = ap.parse_args()
-    samples = [s for s in read_jsonl(args.samples) if s.judged_tests][: args.limit]
+    samples = verified_samples(args.samples, args.limit)
     if not samples:
         print("no verified samples in", args.samples, file=sys.stderr)
         return 2

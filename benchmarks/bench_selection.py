@@ -10,12 +10,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections import defaultdict
 from pathlib import Path
 
 from execrepobench.builder.agreement import agreement
-from execrepobench_dataset.record import read_jsonl
 from execrepobench_metric.judge import JudgeConfig
+
+sys.path.insert(0, str(Path(__file__).parent))
+from _common import verified_samples  # noqa: E402
 
 
 def main() -> int:
@@ -24,15 +25,7 @@ def main() -> int:
     ap.add_argument("--limit", type=int, default=40, help="samples, spread over repositories")
     ap.add_argument("--workers", type=int, default=2)
     args = ap.parse_args()
-    by_repo = defaultdict(list)
-    for s in read_jsonl(args.samples):
-        if s.judged_tests:
-            by_repo[s.repo_name].append(s)
-    picked = []
-    while len(picked) < args.limit and any(by_repo.values()):  # round-robin over repositories
-        for repo in sorted(by_repo):
-            if by_repo[repo] and len(picked) < args.limit:
-                picked.append(by_repo[repo].pop(0))
+    picked = verified_samples(args.samples, args.limit)
     report = agreement(picked, JudgeConfig(timeout_s=300), workers=args.workers)
     print(json.dumps({k: v for k, v in report.items() if k != "disagreements"}, indent=1))
     sel, suite = report["median_selected_s"], report["median_suite_s"]
