@@ -106,6 +106,8 @@ def run(config: RunConfig) -> dict:
     backend = get_backend(config.backend, config.model, **options)
     gen_path = config.out / "generations.jsonl"
     sampling = {k: options[k] for k in ("temperature", "top_p", "seed", "max_new_tokens") if options.get(k) is not None}
+    if hasattr(getattr(backend, "sampling", None), "describe"):  # model backends: the settings in effect
+        sampling = backend.sampling.describe()
     generate(samples, backend, gen_path, GenerateConfig(n=config.n, template=template, sampling=sampling,
                                                         progress=config.progress), render=render, stops=stops)
     completions = read_generations(gen_path, samples)

@@ -37,9 +37,10 @@ _cached: Path | None = None
 
 
 def _corpus() -> list[str]:
-    """The project's own Python sources, in a fixed order (deterministic training)."""
-    dirs = ("runner", "builder", "execrepobench_dataset", "execrepobench_metric", "tests")
-    files = sorted(p for d in dirs for p in (ROOT / d).rglob("*.py") if "fixtures" not in p.parts)
+    """The project's own Python sources (not the tests, so that editing a test does not change the model), in a
+    fixed order: deterministic training."""
+    dirs = ("runner", "builder", "execrepobench_dataset", "execrepobench_metric", "tests/fixtures/minirepo")
+    files = sorted(p for d in dirs for p in (ROOT / d).rglob("*.py"))
     return [p.read_text(encoding="utf-8") for p in files]
 
 

@@ -134,14 +134,14 @@ def test_vllm_token_ids_equal_a_plain_greedy_loop(vllm_backend, hf_backend, requ
     from vllm import SamplingParams
 
     prompts = [r.prompt for r in requests_]
-    outs = vllm_backend.llm.generate(prompts, SamplingParams(temperature=0.0, max_tokens=12, ignore_eos=True),
+    outs = vllm_backend.llm.generate(prompts, SamplingParams(temperature=0.0, max_tokens=8, ignore_eos=True),
                                      use_tqdm=False)
     for prompt, out in zip(prompts, outs):
         ids = hf_backend.tokenizer(prompt)["input_ids"]
         assert list(out.prompt_token_ids) == ids
         seq = list(ids)
         with torch.no_grad():
-            for _ in range(12):
+            for _ in range(8):
                 seq.append(int(hf_backend.lm(torch.tensor([seq])).logits[0, -1].argmax()))
         assert list(out.outputs[0].token_ids) == seq[len(ids):]
 
@@ -240,6 +240,12 @@ def test_openai_backend_equals_offline_vllm(vllm_server, vllm_greedy, model_dir,
     assert [g.raw for g in got] == [g.raw for g in vllm_greedy]
     assert [g.meta["finish_reason"] for g in got] == [g.meta["finish_reason"] for g in vllm_greedy]
     assert [clean(g.raw[0], STOPS) for g in got] == [clean(g.raw[0], STOPS) for g in vllm_greedy]
+    assert len(client.stop_token_ids) == len(STOPS) and client.server_stops == []  # all special tokens: by id
+    # Without the tokenizer: 4 stop strings go to the server (its limit), the other 4 are cut here; same text.
+    strings = get_backend("openai", str(model_dir), base_url=vllm_server, stop=STOPS, max_new_tokens=MAX_NEW,
+                          tokenizer=str(model_dir / "nowhere"))
+    assert strings.stop_token_ids == [] and strings.server_stops == STOPS[:4]
+    assert [g.raw for g in strings.generate(requests_)] == [g.raw for g in vllm_greedy]
     nameless = get_backend("openai", None, base_url=vllm_server.removesuffix("/v1"), stop=STOPS,
                            max_new_tokens=MAX_NEW)
     assert nameless.served_model() == str(model_dir)  # the server's first model; "/v1" added to the URL
@@ -298,12 +304,15 @@ def test_openai_retries_5xx_then_succeeds_and_4xx_fails_at_once(requests_):
         url = f"http://127.0.0.1:{server.server_address[1]}/v1"
         client = get_backend("openai", "m", base_url=url, retries=3, backoff_s=0.01, stop=STOPS)
         g = client.generate(requests_[:1])[0]
-        assert g.raw == ("x = 1<|file_sep|>",) * 2 and len(calls) == 3
+        assert g.raw == ("x = 1",) * 2 and g.meta["finish_reason"] == ["stop"] * 2 and len(calls) == 3
         assert calls[0]["prompt"] == requests_[0].prompt and "suffix" not in calls[0]  # FIM rendered client-side
-        assert calls[0]["stop"] == STOPS and calls[0]["skip_special_tokens"] is False and calls[0]["n"] == 1
+        assert calls[0]["stop"] == STOPS[:4] and calls[0]["skip_special_tokens"] is False and calls[0]["n"] == 1
+        strict = get_backend("openai", "m", base_url=url, extensions=False, stop=STOPS, max_stop=2)
+        assert strict.generate(requests_[:1])[0].raw == ("x = 1",) * 2
+        assert calls[-1]["stop"] == STOPS[:2] and "skip_special_tokens" not in calls[-1]
         with pytest.raises(ServerError, match="HTTP 400.*no such model"):
             get_backend("openai", "bad", base_url=url, retries=3, backoff_s=0.01).generate(requests_[:1])
-        assert len(calls) == 4  # a client error is not retried
+        assert len(calls) == 5  # a client error is not retried
     finally:
         server.shutdown()
         server.server_close()
@@ -339,10 +348,11 @@ def test_run_command_unknown_model_path(tmp_path, capsys):
     assert missing in capsys.readouterr().err
 
 
-# -- (e) `execrepobench run --backend transformers` end to end ---------------------------------------------------
+# -- (e) `execrepobench run --backend transformers|vllm` end to end ---------------------------------------------------
 
 @pytest.mark.skipif(strong_available() is not None, reason="no bwrap sandbox")
-def test_run_command_transformers_end_to_end(built_minirepo, model_dir, tmp_path, capsys):
+@pytest.mark.parametrize("backend", ["transformers", "vllm"])
+def test_run_command_end_to_end(backend, built_minirepo, model_dir, tmp_path, capsys):
     from execrepobench.runner.cli import main
     from execrepobench_dataset.record import write_jsonl
 
@@ -350,7 +360,7 @@ def test_run_command_transformers_end_to_end(built_minirepo, model_dir, tmp_path
                            judged=("tests/test_mathx.py::test_clamp_inside",)),
                make_sample(built_minirepo, "minirepo/mathx.py", "acc += value")]
     write_jsonl(samples, tmp_path / "samples.jsonl")
-    base = ["run", "--samples", str(tmp_path / "samples.jsonl"), "--backend", "transformers", "--model",
+    base = ["run", "--samples", str(tmp_path / "samples.jsonl"), "--backend", backend, "--model",
             str(model_dir), "--allow-exec", "--no-progress"]
     assert main(base + ["--out", str(tmp_path / "res"), "--max-new-tokens", "16", "--n", "2",
                         "--temperature", "0.8", "--seed", "3"]) == 0
@@ -358,9 +368,9 @@ def test_run_command_transformers_end_to_end(built_minirepo, model_dir, tmp_path
     lines = [json.loads(x) for x in (tmp_path / "res" / "generations.jsonl").read_text().splitlines()]
     assert [x["sample_id"] for x in lines] == [s.sample_id for s in samples]
     for line in lines:
-        assert line["backend"] == "transformers" and line["template"] == "qwen2.5-coder"
+        assert line["backend"] == backend and line["template"] == "qwen2.5-coder"
         assert line["model"] == str(model_dir) and line["n"] == 2 and len(line["completion"]) == 2
-        assert line["sampling"] == {"temperature": 0.8, "seed": 3, "max_new_tokens": 16}
+        assert line["sampling"] == {"temperature": 0.8, "top_p": 1.0, "seed": 3, "max_new_tokens": 16}
         assert line["prompt_tokens"] > 20 and line["truncated"] is False
         assert line["prefix_truncated"] is False and line["suffix_truncated"] is False
         assert len(line["finish_reason"]) == 2 and all(0 < c <= 16 for c in line["completion_tokens"])
@@ -371,9 +381,9 @@ def test_run_command_transformers_end_to_end(built_minirepo, model_dir, tmp_path
     # A generation budget that leaves the prompt 40 tokens (2048 - 2008): the file is cut, and says so.
     assert main(base + ["--out", str(tmp_path / "cut"), "--max-new-tokens", "2008",
                         "--template", "qwen2.5-coder"]) == 0
-    assert "detected" not in capsys.readouterr().out
+    assert "template: qwen2.5-coder (detected" not in capsys.readouterr().out
     cut = [json.loads(x) for x in (tmp_path / "cut" / "generations.jsonl").read_text().splitlines()]
     for line in cut:
         assert line["prompt_tokens"] <= 40 and line["truncated"] is True
         assert line["prefix_truncated"] is True and line["suffix_truncated"] is True
-        assert line["sampling"] == {"max_new_tokens": 2008}
+        assert line["sampling"] == {"temperature": 0.0, "top_p": 1.0, "seed": 0, "max_new_tokens": 2008}

@@ -140,7 +140,8 @@ class TransformersBackend(Backend):
 
         class _Stops(StoppingCriteria):
             def __call__(self, input_ids, scores, **kwargs):
-                done = [any(s in tok.decode(row[prompt_len:], skip_special_tokens=False) for s in stops)
+                done = [any(s in tok.decode(row[prompt_len:], skip_special_tokens=False,
+                                            clean_up_tokenization_spaces=False) for s in stops)
                         for row in input_ids.tolist()]
                 return torch.tensor(done, dtype=torch.bool, device=input_ids.device)
 
@@ -170,6 +171,8 @@ class TransformersBackend(Backend):
             toks = row if end is None else row[:end]
             text, stopped = cut_at_stop(self.tokenizer.decode(toks, skip_special_tokens=False,
                                                               clean_up_tokenization_spaces=False), s.stop)
+            if not stopped:  # bytes of an unfinished UTF-8 character at the end: dropped, as vLLM's detokenizer does
+                text = text.rstrip("\ufffd")
             texts.append(text)
             reasons.append("stop" if stopped or end is not None else "length")
             counts.append(len(toks) + (1 if end is not None else 0))

@@ -6,12 +6,18 @@ The FIM prompt is rendered here, client-side, and sent whole as `prompt` (vLLM r
 (`concurrency`); a connection error, a timeout, HTTP 429 or 5xx is retried with exponential backoff
 (`retries`, `backoff_s`), then fails with an error naming the URL.  Standard library only (urllib).
 
+Stop strings: OpenAI's API and vLLM's server (VLLM_MAX_STOP_STRINGS, default 4) take at most 4 `stop` strings,
+while a template has up to 8.  So, with `extensions` on (vLLM's extra request fields, the default), the stops that
+are single special tokens of the model's tokenizer.json (--model as a local folder, or the `tokenizer` option)
+go as `stop_token_ids` (no limit), the others as `stop` (at most `max_stop`); `skip_special_tokens: false` keeps
+special tokens in the text.  Whatever was not sent is applied here: `raw` is cut before the first stop string
+(as offline vLLM returns it), so the server-side stops only save tokens.
+
 Options: base_url (--base-url; default $OPENAI_BASE_URL or http://127.0.0.1:8000/v1), api_key (default
 $OPENAI_API_KEY), model (--model: the served model name; default the server's first /v1/models entry),
 temperature, top_p, seed, max_new_tokens, stop (as the transformers backend), concurrency (8), retries (4),
-backoff_s (0.5), timeout_s (600, per HTTP request), extra_body (merged into every request; default
-{"skip_special_tokens": false} so that special-token stop strings such as <|file_sep|> can match: vLLM's
-default drops special tokens from the text; pass {} for servers that reject unknown fields).
+backoff_s (0.5), timeout_s (600, per HTTP request), max_stop (4), extensions (True; False for servers that
+reject vLLM's extra fields), tokenizer (a folder with tokenizer.json), extra_body (merged into every request).
 For greedy results equal to offline vLLM, start vLLM's server with `--generation-config vllm` (otherwise it
 applies the model's generation_config.json defaults, e.g. a repetition penalty, to every request).
 """
@@ -23,10 +29,11 @@ import time
 import urllib.error
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any, Sequence
 
 from .base import Backend, Generation, Request
-from .hf import SamplingOptions, sample_seed
+from .hf import SamplingOptions, cut_at_stop, sample_seed
 
 DEFAULT_BASE_URL = "http://127.0.0.1:8000/v1"
 RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
@@ -34,6 +41,18 @@ RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
 
 class ServerError(OSError):
     """The server could not be reached, or answered with an error (an OSError: the CLI reports it cleanly)."""
+
+
+def _special_tokens(folder) -> dict[str, int]:
+    """Special (added) token -> id from a local folder's tokenizer.json; {} when there is none."""
+    path = Path(str(folder)).expanduser() / "tokenizer.json" if folder else None
+    if path is None or not path.is_file():
+        return {}
+    try:
+        added = json.loads(path.read_text(encoding="utf-8")).get("added_tokens") or []
+    except (OSError, ValueError):
+        return {}
+    return {t["content"]: int(t["id"]) for t in added if t.get("content") and "id" in t}
 
 
 class OpenAIBackend(Backend):
@@ -51,9 +70,17 @@ class OpenAIBackend(Backend):
         self.retries = max(0, int(4 if options.get("retries") is None else options["retries"]))
         self.backoff_s = float(0.5 if options.get("backoff_s") is None else options["backoff_s"])
         self.timeout_s = float(options.get("timeout_s") or 600.0)
-        extra = options.get("extra_body")
-        self.extra_body = {"skip_special_tokens": False} if extra is None else dict(extra)
+        self.max_stop = int(4 if options.get("max_stop") is None else options["max_stop"])
+        self.extensions = bool(True if options.get("extensions") is None else options["extensions"])
+        self.extra_body = dict(options.get("extra_body") or {})
         self._served: str | None = None
+        self.stop_token_ids: list[int] = []
+        stop_strings = list(self.sampling.stop)
+        if self.extensions:
+            special = _special_tokens(options.get("tokenizer") or model)
+            self.stop_token_ids = [special[s] for s in stop_strings if s in special]
+            stop_strings = [s for s in stop_strings if s not in special]
+        self.server_stops = stop_strings[:self.max_stop] if self.max_stop > 0 else stop_strings
 
     # -- HTTP ----------------------------------------------------------------------------------------------
     def _call(self, method: str, path: str, body: dict | None = None) -> dict:
@@ -100,8 +127,12 @@ class OpenAIBackend(Backend):
                                 "n": 1 if s.greedy else request.n}
         if not s.greedy:
             body["seed"] = sample_seed(s.seed, request.sample.sample_id)
-        if s.stop:
-            body["stop"] = list(s.stop)
+        if self.server_stops:
+            body["stop"] = list(self.server_stops)
+        if self.extensions:
+            body["skip_special_tokens"] = False
+            if self.stop_token_ids:
+                body["stop_token_ids"] = list(self.stop_token_ids)
         body.update(self.extra_body)
         if isinstance(request.prompt, str):
             return "/completions", {**body, "prompt": request.prompt}
@@ -113,8 +144,12 @@ class OpenAIBackend(Backend):
         choices = sorted(answer.get("choices") or [], key=lambda c: c.get("index", 0))
         if not choices:
             raise ServerError(f"POST {self.base_url}{path}: no choices in the answer: {str(answer)[:300]}")
-        texts = [(c.get("text") if "text" in c else (c.get("message") or {}).get("content")) or "" for c in choices]
-        reasons = [c.get("finish_reason") or "" for c in choices]
+        texts, reasons = [], []
+        for c in choices:
+            text = (c.get("text") if "text" in c else (c.get("message") or {}).get("content")) or ""
+            text, cut = cut_at_stop(text, self.sampling.stop)  # the stops the server was not given, and the token
+            texts.append(text)                                 # text a stop_token_ids stop leaves
+            reasons.append("stop" if cut else c.get("finish_reason") or "")
         if self.sampling.greedy:
             texts, reasons = texts[:1] * request.n, reasons[:1] * request.n
         meta = {"finish_reason": reasons}
