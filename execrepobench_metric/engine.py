@@ -172,4 +172,4 @@ def judge_all(samples: Sequence[Sample], completions: Sequence[Sequence[str]],
     with ThreadPoolExecutor(max_workers=max(1, config.workers)) as pool:
         list(pool.map(work, order))
     bar.close()
-    return [[v for v in row] for row in results], note  # type: ignore[misc]
+    return results, note  # type: ignore[return-value]  # every slot is filled above

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
+from ..postprocess import cut_at_stop
 from .base import Backend, Generation, Request
 
 SETUP_HINT = ("run `bash scripts/setup-model-env.sh` and use the model environment "
@@ -89,12 +90,6 @@ class SamplingOptions:
 def sample_seed(seed: int, sample_id: str) -> int:
     """A per-sample seed: draws do not depend on batch composition or order."""
     return (seed * 1_000_003 + zlib.crc32(sample_id.encode("utf-8"))) % (2 ** 31 - 1)
-
-
-def cut_at_stop(text: str, stops: Sequence[str]) -> tuple[str, bool]:
-    """`text` before the first stop string, and whether one was found."""
-    cut = min((i for i in (text.find(s) for s in stops if s) if i >= 0), default=-1)
-    return (text[:cut], True) if cut >= 0 else (text, False)
 
 
 class TransformersBackend(Backend):

@@ -33,7 +33,8 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from .base import Backend, Generation, Request
-from .hf import SamplingOptions, cut_at_stop, sample_seed
+from ..postprocess import cut_at_stop
+from .hf import SamplingOptions, sample_seed
 
 DEFAULT_BASE_URL = "http://127.0.0.1:8000/v1"
 RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
