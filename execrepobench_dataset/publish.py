@@ -42,6 +42,8 @@ FIELD_DOCS = {
     "seed": "seed of the builder's random choices", "builder_version": "version of the builder that made the sample",
     "test_command": "argv that runs the repository's tests in its environment",
     "judged_tests": "pytest node ids judging the sample (ground truth passes, a null fill fails); empty: whole suite",
+    "time_budget_s": "seconds a judged run may take, from the ground truth's own runs at verification (0: not recorded)",
+    "guard_allowed": "audit events the ground truth triggers from the masked file; the runtime guard allows only these",
     "excluded_tests": "tests never judged (failing or flaky in the baseline runs, or excluded by the manifest)",
 }
 INTRO = """# ExecRepoBench
@@ -97,6 +99,8 @@ def _check(value, feat, where: str, name: str = "") -> None:
         items = [(f"{name}[{i}]", v, feat.feature) for i, v in enumerate(value)] if ok else []
     elif isinstance(feat, Value) and feat.dtype == "string":  # lone surrogates are no UTF-8
         ok, want = isinstance(value, str) and not re.search("[\ud800-\udfff]", value), "UTF-8 text"
+    elif isinstance(feat, Value) and feat.dtype == "float64":
+        ok, want = type(value) is float and value == value, "a number"
     elif isinstance(feat, Value) and feat.dtype == "int64":
         ok, want = type(value) is int and -2**63 <= value < 2**63, "a 64-bit integer"
     if not ok:

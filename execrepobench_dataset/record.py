@@ -56,6 +56,12 @@ class Sample:
     judged_tests: tuple[str, ...] = ()
     excluded_tests: tuple[str, ...] = ()
     selection_rule: str = ""
+    # Seconds a judged run may take: from the ground-truth runs measured during verification
+    # (0.0: none recorded; the metric then uses its default timeout).
+    time_budget_s: float = 0.0
+    # Audit events the ground truth itself triggers from the masked file during its judged run
+    # (recorded at verification); the runtime guard allows these and fails any other as tampering.
+    guard_allowed: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         validate(self)
@@ -67,7 +73,7 @@ class Sample:
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
         d["context_code"] = [dict(c) for c in d["context_code"]]
-        for key in ("test_command", "judged_tests", "excluded_tests"):
+        for key in _LIST_FIELDS:
             d[key] = list(d[key])
         return d
 
@@ -92,12 +98,15 @@ class Sample:
             )
         except (TypeError, KeyError, ValueError) as exc:
             raise RecordError(f"record {where}: context_code must be a list of {{path, code}}: {exc}") from None
-        for key in ("test_command", "judged_tests", "excluded_tests"):
+        for key in _LIST_FIELDS:
             if key in kwargs:
                 kwargs[key] = tuple(kwargs[key] or ())
+        if isinstance(kwargs.get("time_budget_s"), int) and not isinstance(kwargs["time_budget_s"], bool):
+            kwargs["time_budget_s"] = float(kwargs["time_budget_s"])
         return cls(**kwargs)
 
 
+_LIST_FIELDS = ("test_command", "judged_tests", "excluded_tests", "guard_allowed")
 _STR_FIELDS = ("sample_id", "repo_name", "repo_source", "file_name", "prefix_code", "middle_code",
                "suffix_code", "fill_type", "node_type", "env_key", "builder_version", "selection_rule")
 
@@ -120,7 +129,10 @@ def validate(sample: Sample) -> None:
                           f"do not match prefix/middle ({start}..{end})")
     if "\\" in sample.file_name or sample.file_name.startswith("/"):
         raise RecordError(f"{where}: file_name {sample.file_name!r} must be a repo-relative POSIX path")
-    for name in ("test_command", "judged_tests", "excluded_tests"):
+    budget = sample.time_budget_s
+    if not isinstance(budget, float) or budget != budget or budget < 0:
+        raise RecordError(f"{where}: field time_budget_s must be a non-negative float, got {budget!r}")
+    for name in _LIST_FIELDS:
         if not all(isinstance(x, str) for x in getattr(sample, name)):
             raise RecordError(f"{where}: field {name} must be a list of strings")
 
@@ -171,6 +183,8 @@ def _feature_of(tp: str):
         return Value("string")
     if tp == "int":
         return Value("int64")
+    if tp == "float":
+        return Value("float64")
     if tp == "tuple[str, ...]":
         return List(Value("string"))
     if tp == "tuple[ContextFile, ...]":
