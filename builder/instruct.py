@@ -18,6 +18,7 @@ import os
 import re
 import shutil
 import time
+import traceback
 from collections import Counter
 from dataclasses import replace
 from pathlib import Path
@@ -262,9 +263,12 @@ def build_instruct(manifest: Manifest, out: Path, *, benchmark_samples: Optional
                         rep["records"] += 1
                         rbar.update(1)
                     rep["status"] = "ok" if rep["records"] else "empty"
-            except (SourceError, OSError, ValueError) as exc:  # a repo's failure never ends the build
+            except Exception as exc:  # noqa: BLE001 - a repo's failure never ends the build
                 # (records it already streamed stay, and are counted in its entry)
+                rep["status"] = "error"
                 rep["reason"] = f"{type(exc).__name__}: {exc}" if not isinstance(exc, SourceError) else str(exc)
+                if not isinstance(exc, (SourceError, OSError, ValueError)):
+                    rep["traceback"] = traceback.format_exc()[-4000:]
             rep.update(per_fill_type=dict(sorted(fills.items())), time_s=round(time.monotonic() - t0, 2))
             repos.append(rep)
             if rep["status"] in ("error", "refused"):

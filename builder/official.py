@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 import os
 import time
+import traceback
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -33,13 +34,13 @@ from tqdm import tqdm
 from execrepobench_dataset.record import (FILL_TYPES, ContextFile, RecordError, Sample, make_sample_id,
                                           write_jsonl)
 from execrepobench_dataset.version import __version__
+from execrepobench_metric.isolation import decide_isolation
 from execrepobench_metric.judge import JudgeConfig
-from execrepobench_metric.sandbox import WEAK
 
 from .baseline import Baseline
 from .build import REPO_ERRORS, read_pool
 from .manifest import RepoSpec
-from .prepare import baseline_sandbox, coverage_map, prepare
+from .prepare import coverage_map, prepare
 from .selection import ImportGraph
 from .sources import SourceError, fetch
 from .verify import DROP_REASONS, verify_samples, with_selection
@@ -201,8 +202,9 @@ def _import_repo(name: str, group: list[OfficialLine], repos: Path, out: Path, c
             raise SourceError(f"{name}: no line matches the files of {folder}")
         # evaluate_repo.py is the official harness, not repository code: never imported by the check
         prepared = prepare(spec, fetched, config.python, runs=config.baseline_runs,
-                           timeout_s=config.baseline_timeout_s, report=report, timings={},
+                           timeout_s=config.baseline_timeout_s, isolation=jconf.isolation,
                            skip_modules=(ENTRY_POINT[:-3],))
+        report.update(prepared.report)
         env, baseline = prepared.env, prepared.baseline
         report["test_command"] = list(baseline.test_command)
         lineno_of: dict[str, int] = {}
@@ -216,7 +218,7 @@ def _import_repo(name: str, group: list[OfficialLine], repos: Path, out: Path, c
             lineno_of[sample.sample_id] = line.lineno
             converted.append(sample)
         report["converted"] = len(converted)
-        cov = coverage_map(prepared, spec, out / "repos" / name / "coverage.sqlite", config.baseline_timeout_s)
+        cov = coverage_map(prepared, out / "repos" / name / "coverage.sqlite", config.baseline_timeout_s)
         converted = with_selection(converted, cov, ImportGraph(read_pool(fetched.root)), baseline.passing)
         report["selection_rules"] = dict(sorted(Counter(s.selection_rule for s in converted).items()))
         if verify:
@@ -231,8 +233,13 @@ def _import_repo(name: str, group: list[OfficialLine], repos: Path, out: Path, c
             kept = list(converted)
         report["kept"] = len(kept)
         report["status"] = "ok" if kept else "empty"
-    except REPO_ERRORS as exc:
-        report["reason"] = str(exc)
+    except Exception as exc:  # noqa: BLE001 - one repository never ends the import
+        report["status"] = "error"
+        kept = []  # nothing of a failed repository is shipped
+        report["kept"] = 0
+        report["reason"] = str(exc) if isinstance(exc, REPO_ERRORS) else f"{type(exc).__name__}: {exc}"
+        if not isinstance(exc, REPO_ERRORS):
+            report["traceback"] = traceback.format_exc()[-4000:]
     report["null_passed_share"] = _share(report)
     report["time_s"] = round(time.monotonic() - t0, 2)
     return converted, kept, report
@@ -252,7 +259,8 @@ def _write_atomic(path: Path, write) -> None:
 
 def import_official(jsonl: Path, repos: Path, out: Path, *, verify: bool = True, workers: int = 2,
                     progress: bool = True, baseline_runs: int = 3, gt_runs: int = 3, python: str | None = None,
-                    baseline_timeout_s: float = 900.0, judge_timeout_s: float = 300.0) -> dict:
+                    baseline_timeout_s: float = 900.0, judge_timeout_s: float = 300.0,
+                    allow_weak_sandbox: bool = False) -> dict:
     """Import the official release; writes OUT/samples.jsonl (verified samples, or every converted
     sample when verify=False), OUT/all_samples.jsonl (every converted sample with its test selection)
     and OUT/import_report.json, and returns the report.  Raises `OfficialFormatError` (naming
@@ -269,8 +277,8 @@ def import_official(jsonl: Path, repos: Path, out: Path, *, verify: bool = True,
     config = ImportConfig(verify=verify, workers=workers, progress=progress, baseline_runs=baseline_runs,
                           gt_runs=gt_runs, python=python, baseline_timeout_s=baseline_timeout_s,
                           judge_timeout_s=judge_timeout_s)
-    sandbox = baseline_sandbox()
-    jconf = JudgeConfig(sandbox=sandbox or WEAK, timeout_s=judge_timeout_s)
+    isolation, note = decide_isolation(allow_weak_sandbox)
+    jconf = JudgeConfig(isolation=isolation, timeout_s=judge_timeout_s)
     all_samples: list[Sample] = []
     kept: list[Sample] = []
     reports: dict[str, dict] = {}
@@ -289,8 +297,8 @@ def import_official(jsonl: Path, repos: Path, out: Path, *, verify: bool = True,
                     "repos_error": sum(r["status"] == "error" for r in reports.values())})
     overall["null_passed_share"] = _share(overall)
     report = {"jsonl": str(jsonl.resolve()), "repos_dir": str(repos), "builder_version": __version__,
-              "verify": verify, "baseline_sandbox": sandbox or "host (bubblewrap unavailable)",
-              "judge_sandbox": jconf.sandbox, "overall": overall, "repos": reports}
+              "verify": verify, "isolation": str(isolation), "isolation_note": note,
+              "overall": overall, "repos": reports}
     _write_atomic(out / "samples.jsonl", lambda p: write_jsonl(kept, p))
     _write_atomic(out / "all_samples.jsonl", lambda p: write_jsonl(all_samples, p))
     _write_atomic(out / "import_report.json",

@@ -1,6 +1,12 @@
 """`compute()`: the metric without `evaluate` — predictions + references -> flat scores + details.
 
 The `evaluate` module (`execrepobench_metric.py`) is a thin wrapper around this function.
+
+Harness errors (policy): every completion is judged first; a judgement that fails for a reason that
+is not the model's (missing environment, sandbox failure, any exception) is an `error` verdict.  If
+any verdict is `error`, `compute()` raises `HarnessError` after judging everything; the exception
+carries the whole result (`.result`: details, `verdicts/*` counts, `harness_errors`) so callers can
+still write the per-completion rows, but no score is returned as if it were complete.
 """
 from __future__ import annotations
 
@@ -13,6 +19,7 @@ from typing import Any, Mapping, Sequence
 from execrepobench_dataset.record import RecordError, Sample, read_jsonl
 
 from .engine import EngineConfig, judge_all
+from .evidence import default_root
 from .judge import REASONS, JudgeConfig
 from .scoring import edit_similarity, latex_row, summarize
 
@@ -21,6 +28,21 @@ SELECTIONS = ("judged", "suite")
 
 class InputError(ValueError):
     """Bad predictions or references; the message names the item (index and sample id)."""
+
+
+class HarnessError(RuntimeError):
+    """Some judgements failed for the harness's reasons, not the model's.  `.result` is the full
+    result of the evaluation (as `compute()` would return it), `.errors` its `error` rows."""
+
+    def __init__(self, result: dict[str, Any]) -> None:
+        self.result = result
+        self.errors = [d for d in result.get("details", []) if d.get("reason") == "error"]
+        first = self.errors[0] if self.errors else {}
+        super().__init__(f"{len(self.errors)} of {result.get('n_completions', '?')} judgement(s) failed for "
+                         f"the harness's reasons (not the model's); no score is reported. First: sample "
+                         f"{first.get('sample_id')}: {str(first.get('detail', '')).splitlines()[0][:300] if first else ''}"
+                         + (f" (evidence: {Path(result.get('artifacts_base', '.')) / first['artifacts']})"
+                            if first.get("artifacts") else ""))
 
 
 def _load_samples(dataset: str | Path) -> dict[str, Sample]:
@@ -76,15 +98,20 @@ def compute(predictions: Sequence[Any], references: Sequence[Any], *, k: Sequenc
             num_workers: int | None = None, timeout: float = 300.0, test_selection: str = "judged",
             dataset: str | Path | None = None, allow_exec: bool | None = None,
             allow_weak_sandbox: bool = False, journal: str | Path | None = None, use_cache: bool = True,
-            model_name: str = "model", progress: bool = True) -> dict[str, Any]:
-    """Judge every completion and score: see `_KWARGS_DESCRIPTION` in execrepobench_metric.py."""
+            model_name: str = "model", progress: bool = True, keep_artifacts: bool = False,
+            artifacts_dir: str | Path | None = None) -> dict[str, Any]:
+    """Judge every completion and score: see `_KWARGS_DESCRIPTION` in execrepobench_metric.py.
+
+    Raises `HarnessError` (carrying the full result) when any verdict is `error`."""
     if test_selection not in SELECTIONS:
         raise ValueError(f"test_selection {test_selection!r}: use one of {SELECTIONS}")
     completions = normalize_predictions(predictions)
     samples = resolve_references(references, dataset)
+    artifacts = Path(artifacts_dir) if artifacts_dir else default_root()
     config = EngineConfig(judge=replace(JudgeConfig(), timeout_s=timeout, selection=test_selection),
                           allow_exec=allow_exec, allow_weak_sandbox=allow_weak_sandbox, use_cache=use_cache,
-                          journal=Path(journal) if journal else None, progress=progress)
+                          journal=Path(journal) if journal else None, progress=progress,
+                          keep_artifacts=keep_artifacts, artifacts=artifacts)
     if num_workers is not None:
         config = replace(config, workers=num_workers)
     verdicts, note = judge_all(samples, completions, config)
@@ -93,6 +120,8 @@ def compute(predictions: Sequence[Any], references: Sequence[Any], *, k: Sequenc
     reasons = Counter(v.reason for row in verdicts for v in row)
     for reason in REASONS:
         result[f"verdicts/{reason}"] = reasons.get(reason, 0)
+    result["harness_errors"] = reasons.get("error", 0)
+    result["artifacts_base"] = str(artifacts.parent)  # each row's `artifacts` is relative to it
     result["sandbox"] = verdicts[0][0].sandbox if verdicts and verdicts[0] else ""
     result["sandbox_note"] = note
     result["latex"] = latex_row(result, model_name)
@@ -101,4 +130,6 @@ def compute(predictions: Sequence[Any], references: Sequence[Any], *, k: Sequenc
          "es": edit_similarity(c, s.middle_code)}
         for s, row, comps in zip(samples, verdicts, completions) for j, (v, c) in enumerate(zip(row, comps))
     ]
+    if result["harness_errors"]:
+        raise HarnessError(result)
     return result

@@ -41,11 +41,19 @@ Args:
     journal: JSONL file recording each verdict as it lands; re-running with it resumes.
     use_cache: reuse verdicts of identical completed files (default True).
     model_name: first cell of the LaTeX row.
+    keep_artifacts: keep the evidence of every run (command, junit XML, plugin records, capped
+        stdout/stderr, timing, verdict); it is always kept for `error` verdicts.
+    artifacts_dir: where evidence goes (default: under the cache, one folder per evaluation); each
+        detail row's `artifacts` is relative to the result's `artifacts_base`.
+Raises:
+    HarnessError (execrepobench_metric.api) when any judgement failed for the harness's reasons
+    (verdict `error`): everything is judged first, the exception's `.result` holds the full result.
 Returns:
     A flat dict: `pass@1` (and `pass@k`), `es`, the same per fill type (`pass@1/<fill type>`), per
     level (`pass@1/level/<level>`) and per repository (`pass@1/repo/<name>`), `verdicts/<reason>`
-    counts, `sandbox`, `sandbox_note`, `latex` (a LaTeX row in the paper's column order, ES then
-    Pass@1 per group) and `details` (per completion: verdict, reason, failing tests, duration, stderr tail).
+    counts, `harness_errors`, `sandbox`, `sandbox_note`, `latex` (a LaTeX row in the paper's column order, ES then
+    Pass@1 per group) and `details` (per completion: verdict, reason, failing tests, duration, stderr tail,
+    `harness_error`, `artifacts`).
 Examples:
     >>> import evaluate  # doctest: +SKIP
     >>> metric = evaluate.load("path/to/execrepobench_metric")  # doctest: +SKIP
@@ -82,8 +90,8 @@ class ExecrepobenchMetric(evaluate.Metric):
 
     def _compute(self, predictions, references, k=(1,), num_workers=None, timeout=300.0,
                  test_selection="judged", dataset=None, allow_exec=None, allow_weak_sandbox=False,
-                 journal=None, use_cache=True, model_name="model"):
+                 journal=None, use_cache=True, model_name="model", keep_artifacts=False, artifacts_dir=None):
         return compute(predictions, references, k=k, num_workers=num_workers, timeout=timeout,
                        test_selection=test_selection, dataset=dataset, allow_exec=allow_exec,
                        allow_weak_sandbox=allow_weak_sandbox, journal=journal, use_cache=use_cache,
-                       model_name=model_name)
+                       model_name=model_name, keep_artifacts=keep_artifacts, artifacts_dir=artifacts_dir)

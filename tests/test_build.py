@@ -70,7 +70,7 @@ def test_bad_repos_are_reported_and_the_build_goes_on(tmp_path, minirepo):
     (minirepo / "minirepo" / "broken.py").write_text("def broken(:\n    pass\n")
     text = (f'[defaults]\nsamples_per_repo = 4\n'
             f'[[repo]]\nsource = "path:{minirepo}"\nname = "minirepo"\n'
-            f'[[repo]]\nsource = "pypi:schema==0.0.0.999"\n'
+            f'[[repo]]\nsource = "git:{tmp_path / "nowhere.git"}@{"0" * 40}"\nname = "schema"\n'
             f'[[repo]]\nsource = "path:{no_tests}"\nname = "notests"\n')
     summary, out, repos = _build(tmp_path, text, baseline_runs=1)
     assert repos["minirepo"]["status"] == "ok"

@@ -10,9 +10,7 @@ import pytest
 from conftest import make_sample
 from execrepobench_metric.engine import EngineConfig, ExecutionNotAllowed, judge_all
 from execrepobench_metric.judge import JudgeConfig, judge
-from execrepobench_metric.sandbox import strong_available
-
-pytestmark = pytest.mark.skipif(strong_available() is not None, reason=f"no bwrap sandbox: {strong_available()}")
+pytestmark = pytest.mark.sandbox
 CLAMP_TESTS = ("tests/test_mathx.py::test_clamp_inside", "tests/test_mathx.py::test_clamp_edges")
 CONF = JudgeConfig(timeout_s=60)
 
