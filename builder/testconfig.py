@@ -8,9 +8,10 @@ neutralise them without editing the repository.
 - pytest `addopts`: options that start a second coverage (pytest-cov `--cov*`, which also fails the
   run on `--cov-fail-under`), run tests in worker processes (xdist `-n`, our plugin must see the
   session), stop early (`-x`, `--maxfail`, `--sw`, `--lf`), open a debugger or take over the
-  terminal (`--pdb`, `--trace`, `--looponfail`), or write the reports we write (`--junitxml`,
-  `--color`) are removed by overriding the value: `-o addopts=<the rest>` (pytest reads `-o`
-  before it applies addopts).  Plugins that need a terminal are disabled (`-p no:sugar`).
+  terminal (`--pdb`, `--trace`, `--looponfail`) are removed by overriding the value:
+  `-o addopts=<the rest>` (pytest reads `-o` before it applies addopts).  Options we also pass
+  (`--junitxml`, `--color`) need nothing: ours come later and win.  Plugins that take over the
+  terminal are disabled (`-p no:sugar`).
 A manifest that sets `-o addopts=...` or `-c FILE` itself is left alone.  The build report lists
 what was overridden (`test_config`).
 """
@@ -29,7 +30,7 @@ _DROP = {
     **{o: "required" for o in ("--cov-report", "--cov-config", "--cov-fail-under", "--cov-context",
                                "--cov-precision", "-n", "--numprocesses", "--dist", "--maxprocesses", "--tx",
                                "--max-worker-restart", "--maxfail", "--lfnf", "--last-failed-no-failures",
-                               "--pdbcls", "--junitxml", "--junit-xml", "--color", "--code-highlight")},
+                               "--pdbcls")},
     **{o: "none" for o in ("--cov-append", "--cov-branch", "--cov-reset", "--no-cov", "--no-cov-on-fail",
                            "-x", "--exitfirst", "--sw", "--stepwise", "--sw-skip", "--stepwise-skip", "--lf",
                            "--last-failed", "--ff", "--failed-first", "--nf", "--new-first", "--pdb", "--trace",
