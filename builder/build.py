@@ -202,8 +202,8 @@ def build_repo(spec: RepoSpec, config: BuildConfig, isolation: Isolation) -> tup
               "samples": len(kept), "per_fill_type": dict(sorted(Counter(s.fill_type for s in kept).items())),
               "timings": {k: round(v, 2) for k, v in timings.items()}, "time_s": round(time.monotonic() - t0, 2)}
     folder.mkdir(parents=True, exist_ok=True)
-    _write_atomic(folder / "samples.jsonl", lambda p: write_jsonl(kept, p))
-    _write_atomic(report_path, lambda p: p.write_text(json.dumps(report, indent=1, sort_keys=True), encoding="utf-8"))
+    write_atomic(folder / "samples.jsonl", lambda p: write_jsonl(kept, p))
+    write_atomic(report_path, lambda p: p.write_text(json.dumps(report, indent=1, sort_keys=True), encoding="utf-8"))
     return kept, report
 
 
@@ -213,7 +213,7 @@ def _phase(stage: str, exc: Exception) -> str:
     return PHASES[stage]
 
 
-def _write_atomic(path: Path, write) -> None:
+def write_atomic(path: Path, write) -> None:
     tmp = path.with_name(path.name + ".tmp")
     write(tmp)
     os.replace(tmp, path)

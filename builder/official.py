@@ -22,7 +22,6 @@ samples the official harness counts although they cannot tell a right completion
 from __future__ import annotations
 
 import json
-import os
 import time
 import traceback
 from collections import Counter
@@ -38,7 +37,7 @@ from execrepobench_metric.isolation import decide_isolation
 from execrepobench_metric.judge import JudgeConfig
 
 from .baseline import Baseline
-from .build import REPO_ERRORS, read_pool
+from .build import REPO_ERRORS, read_pool, write_atomic
 from .manifest import RepoSpec
 from .prepare import coverage_map, prepare
 from .selection import ImportGraph
@@ -251,12 +250,6 @@ def _share(counts: dict) -> float | None:
     return round(counts["null_passed"] / max(1, counts["converted"]), 3)
 
 
-def _write_atomic(path: Path, write) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    write(tmp)
-    os.replace(tmp, path)
-
-
 def import_official(jsonl: Path, repos: Path, out: Path, *, verify: bool = True, workers: int = 2,
                     progress: bool = True, baseline_runs: int = 3, gt_runs: int = 3, python: str | None = None,
                     baseline_timeout_s: float = 900.0, judge_timeout_s: float = 300.0,
@@ -299,8 +292,8 @@ def import_official(jsonl: Path, repos: Path, out: Path, *, verify: bool = True,
     report = {"jsonl": str(jsonl.resolve()), "repos_dir": str(repos), "builder_version": __version__,
               "verify": verify, "isolation": str(isolation), "isolation_note": note,
               "overall": overall, "repos": reports}
-    _write_atomic(out / "samples.jsonl", lambda p: write_jsonl(kept, p))
-    _write_atomic(out / "all_samples.jsonl", lambda p: write_jsonl(all_samples, p))
-    _write_atomic(out / "import_report.json",
+    write_atomic(out / "samples.jsonl", lambda p: write_jsonl(kept, p))
+    write_atomic(out / "all_samples.jsonl", lambda p: write_jsonl(all_samples, p))
+    write_atomic(out / "import_report.json",
                   lambda p: p.write_text(json.dumps(report, indent=1, sort_keys=True), encoding="utf-8"))
     return report

@@ -39,6 +39,8 @@ def sandbox_required() -> bool:
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "sandbox: needs the bubblewrap sandbox (fails in CI when it is missing)")
+    config.addinivalue_line("markers", "slow: end-to-end: builds fixture repositories or runs many sandboxed suites "
+                                       "(integration tier; the fast tier is -m 'not pypi and not slow')")
 
 
 def pytest_runtest_setup(item):

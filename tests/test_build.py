@@ -26,6 +26,7 @@ def _check_samples(samples, root: Path):
     assert len({s.sample_id for s in samples}) == len(samples)
 
 
+@pytest.mark.slow
 def test_build_fixture_repo_deterministic_and_resumable(tmp_path, minirepo):
     text = f'[defaults]\nseed = 3\nsamples_per_repo = 8\n[[repo]]\nsource = "path:{minirepo}"\nname = "minirepo"\n'
     summary, out, repos = _build(tmp_path, text, baseline_runs=2)
@@ -60,6 +61,7 @@ def test_build_fixture_repo_deterministic_and_resumable(tmp_path, minirepo):
     assert other["samples_fingerprint"] != summary["samples_fingerprint"]
 
 
+@pytest.mark.slow
 def test_bad_repos_are_reported_and_the_build_goes_on(tmp_path, minirepo):
     no_tests = tmp_path / "notests"
     (no_tests / "pkg").mkdir(parents=True)

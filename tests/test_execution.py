@@ -126,6 +126,7 @@ def _finish(proc: subprocess.Popen, timeout: float = 300) -> None:
 
 
 @pytest.mark.sandbox
+@pytest.mark.slow
 def test_kill_9_then_rerun_gives_every_verdict_once(evaluation_inputs, private_cache, built_minirepo, tmp_path):
     base, samples = evaluation_inputs
     _fresh_results(private_cache)
@@ -157,6 +158,7 @@ def test_kill_9_then_rerun_gives_every_verdict_once(evaluation_inputs, private_c
 
 
 @pytest.mark.sandbox
+@pytest.mark.slow
 def test_two_evaluations_share_one_cache(evaluation_inputs, private_cache, tmp_path):
     base, _ = evaluation_inputs
     _fresh_results(private_cache)

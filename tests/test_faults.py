@@ -30,6 +30,7 @@ def pytest_unconfigure(config):
 '''
 
 
+@pytest.mark.slow
 def test_a_repository_failing_at_each_phase_ships_nothing(tmp_path, monkeypatch):
     repos = {
         "good": write_repo(tmp_path / "good", "good"),

@@ -53,6 +53,7 @@ def test_printed_pass_text_and_early_exit_do_not_pass(clamp):
     assert not sysexit.passed
 
 
+@pytest.mark.slow
 def test_hostile_file_system_and_network(clamp, built_minirepo, tmp_path):
     root = built_minirepo["root"]
     before = {p: p.read_bytes() for p in root.rglob("*.py")}
@@ -103,6 +104,7 @@ def test_hostile_file_system_and_network(clamp, built_minirepo, tmp_path):
     assert {p: p.read_bytes() for p in root.rglob("*.py")} == before  # the original tree is untouched
 
 
+@pytest.mark.slow
 def test_resource_bombs_are_contained(clamp):
     conf = JudgeConfig(timeout_s=15)
     cases = {

@@ -81,6 +81,7 @@ def _build(tmp_path, repos: dict, **kw):
 
 
 @pytest.mark.sandbox
+@pytest.mark.slow
 def test_conflicting_settings_and_hidden_tests_build(tmp_path):
     """Each repository carries settings or a layout that broke the builder; all build, the report
     says what was overridden or found, and the manifest entry it reports records the test paths."""
