@@ -7,6 +7,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from .cli_data import COMMANDS as DATA_COMMANDS
+from .cli_metric import COMMANDS as METRIC_COMMANDS
 
 
 def _add_build(p: argparse.ArgumentParser) -> None:
@@ -91,6 +92,9 @@ def _run_evaluate(args: argparse.Namespace) -> int:
             for n, line in enumerate(args.predictions.read_text(encoding="utf-8").splitlines(), 1):
                 if line.strip():
                     rec = json.loads(line)
+                    if not isinstance(rec, dict) or not isinstance(rec.get("sample_id"), str) or "completion" not in rec:
+                        raise InputError(f'{args.predictions}:{n}: expected {{"sample_id": str, "completion": str or '
+                                         f'[str, ...]}}, got {line.strip()[:80]}')
                     by_id[rec["sample_id"]] = rec["completion"]
             missing = [s.sample_id for s in samples if s.sample_id not in by_id]
             if missing:
@@ -175,6 +179,7 @@ COMMANDS = {
     "run": ("build if needed, generate, evaluate and report in one command", _add_run, _run_run),
 }
 COMMANDS.update(DATA_COMMANDS)
+COMMANDS.update(METRIC_COMMANDS)
 
 
 def main(argv: list[str] | None = None) -> int:
