@@ -21,11 +21,12 @@ MAX_LISTED = 20  # problems spelled out in the message; the rest are counted
 
 _FIELDS = {f.name: f for f in dataclasses.fields(Sample)}
 _REQUIRED = [name for name, f in _FIELDS.items() if f.default is dataclasses.MISSING]
-_STR = ("sample_id", "repo_name", "repo_source", "file_name", "prefix_code", "middle_code", "suffix_code",
-        "fill_type", "node_type", "env_key", "builder_version", "selection_rule")
+_BY_TYPE: dict[str, list[str]] = {}
+for _f in _FIELDS.values():  # field types from the record's dataclass (the one schema)
+    _BY_TYPE.setdefault(str(_f.type), []).append(_f.name)
+_STR, _INT, _FLOAT = _BY_TYPE.get("str", []), _BY_TYPE.get("int", []), _BY_TYPE.get("float", [])
+_STR_LISTS = _BY_TYPE.get("tuple[str, ...]", [])
 _NON_EMPTY = ("sample_id", "repo_name", "file_name", "env_key")
-_INT = ("middle_start_byte", "middle_end_byte", "seed")
-_STR_LISTS = ("test_command", "judged_tests", "excluded_tests", "guard_allowed")
 
 
 @dataclass(frozen=True)
@@ -88,9 +89,10 @@ def check_record(data: Mapping[str, Any], selection: str) -> list[tuple[str, str
     for name in _INT:
         if name in data and (not isinstance(data[name], int) or isinstance(data[name], bool)):
             out.append((name, f"must be an integer, got {data[name]!r}"))
-    budget = data.get("time_budget_s", 0.0)
-    if isinstance(budget, bool) or not isinstance(budget, (int, float)) or not budget >= 0:
-        out.append(("time_budget_s", f"must be a non-negative number, got {budget!r}"))
+    for name in _FLOAT:
+        value = data.get(name, 0.0)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
+            out.append((name, f"must be a non-negative number, got {value!r}"))
     for name in _STR_LISTS:
         if name in data and not _is_str_list(data[name]):
             out.append((name, f"must be a list of strings, got {_type_name(data[name])}"))
@@ -116,11 +118,6 @@ def check_record(data: Mapping[str, Any], selection: str) -> list[tuple[str, str
                                         "(or pass test_selection='suite' to run the whole suite)"))
         elif not all(t.strip() for t in data["judged_tests"]):
             out.append(("judged_tests", "contains an empty test id"))
-    if not out:  # the record's own invariants (byte offsets, path form)
-        try:
-            Sample.from_dict(data)
-        except (RecordError, TypeError, ValueError) as exc:
-            out.append(("record", str(exc)))
     return out
 
 
@@ -155,7 +152,12 @@ def _reference(i: int, ref: Any, selection: str, lookup: Callable[[str], Sample 
     problems = [Problem("reference", i, sid, f, m) for f, m in check_record(data, selection)]
     if problems:
         return None, sid, problems
-    return (ref if isinstance(ref, Sample) else Sample.from_dict(data)), sid, []
+    if isinstance(ref, Sample):
+        return ref, sid, []
+    try:  # the record's own invariants (byte offsets, path form)
+        return Sample.from_dict(data), sid, []
+    except (RecordError, TypeError, ValueError) as exc:
+        return None, sid, [Problem("reference", i, sid, "record", str(exc))]
 
 
 def check_prediction(i: int, pred: Any, sid: str | None) -> tuple[list[str] | None, list[Problem]]:
