@@ -110,6 +110,10 @@ def test_wheel_in_a_fresh_venv_builds_and_judges(wheel, tmp_path):
         metrics = json.loads((tmp_path / fill / "metrics.json").read_text())
         assert metrics["pass@1"] == expected and metrics["verdicts/error"] == 0, (fill, metrics)
 
+    _run([cli, "run", "--samples", samples, "--backend", "oracle", "--out", tmp_path / "run", "--allow-exec",
+          "--no-progress"], env=env, cwd=work)  # `run` imports the backends package the old wheel lacked
+    assert json.loads((tmp_path / "run" / "metrics.json").read_text())["pass@1"] == 100.0
+
     # the Hub module, written by the installed CLI and loaded by evaluate in the fresh venv
     _run([cli, "publish-metric", "--out", tmp_path / "hub"], env=env, cwd=work)
     out = json.loads(_run([python, "-c", (
