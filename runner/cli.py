@@ -136,7 +136,8 @@ def _add_run(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-progress", action="store_true")
     g = p.add_argument_group("model backends (transformers, vllm, openai)")
     g.add_argument("--template", default=None,
-                   help="prompt template (see runner/templates.py; default: detected from the --model name)")
+                   help="prompt template (see runner/templates.py; default: detected from the --model name; "
+                        "'official': the detected family's official ExecRepoBench prompt, as in the paper)")
     g.add_argument("--temperature", type=float, default=None, help="0 (default): greedy; > 0: sampling")
     g.add_argument("--top-p", type=float, default=None, help="nucleus sampling (default 1.0)")
     g.add_argument("--seed", type=int, default=None, help="sampling seed (default 0; per sample derived from it)")
