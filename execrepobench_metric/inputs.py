@@ -201,6 +201,8 @@ def check_inputs(predictions: Any, references: Any, *, dataset: str | Path | Non
     if len(preds) != len(refs):
         problems.append(Problem("input", None, None, "predictions",
                                 f"{len(preds)} prediction(s) for {len(refs)} reference(s): lengths must match"))
+    elif not refs and not defer_ids:
+        problems.append(Problem("input", None, None, "references", "no samples given: nothing to judge"))
     table: dict[str, Any] = {}
 
     def lookup(sample_id: str) -> Sample | str | None:

@@ -63,6 +63,7 @@ CASES = {
     "bad JSON": ([MIDDLE], ["{not json"], "reference 0, field references: not valid JSON"),
     "id, no dataset": ([MIDDLE], ["s0"], "reference 0 (sample s0), field sample_id: is a sample id, but no dataset="),
     "lengths": ([MIDDLE, MIDDLE], [record()], "field predictions: 2 prediction(s) for 1 reference(s)"),
+    "nothing": ([], [], "input, field references: no samples given"),
     "predictions text": (MIDDLE, [record()], "input, field predictions: must be a list (one entry per sample), got str"),
 }
 
