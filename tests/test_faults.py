@@ -11,10 +11,13 @@ from execrepobench.builder.manifest import parse_manifest
 from execrepobench.runner import cli
 from execrepobench_dataset.record import read_jsonl, write_jsonl
 from execrepobench_metric import api
+from execrepobench_metric.engine import EngineConfig, judge_all
 from fixture_repos import write_repo
 
 pytestmark = pytest.mark.sandbox
 CLAMP_TESTS = ("tests/test_mathx.py::test_clamp_inside", "tests/test_mathx.py::test_clamp_edges")
+SLUG_TESTS = ("tests/test_strings.py::test_slugify", "tests/test_strings.py::test_slugger_unique")
+BOOM = "return slug  # boom"
 NO_COVERAGE_DATA = '''import os, sys
 
 
@@ -87,52 +90,68 @@ def test_a_repository_failing_at_each_phase_ships_nothing(tmp_path, monkeypatch)
 
 @pytest.fixture(scope="module")
 def faulty(built_minirepo):
-    gold = make_sample(built_minirepo, "minirepo/mathx.py", "return value", judged=CLAMP_TESTS)
-    slug = make_sample(built_minirepo, "minirepo/strings.py", "return slug[:limit]",
-                       fill_type="Random Single-line Completion")
     import dataclasses
 
+    gold = make_sample(built_minirepo, "minirepo/mathx.py", "return value", judged=CLAMP_TESTS)
+    slug = make_sample(built_minirepo, "minirepo/strings.py", "return slug[:limit]",
+                       fill_type="Random Single-line Completion", judged=SLUG_TESTS)
     malformed = dataclasses.replace(slug, sample_id="malformed-command", test_command=("make", "test"))
     return gold, slug, malformed
 
 
-def test_malformed_command_and_raising_judge_are_harness_errors(faulty, monkeypatch, tmp_path):
+@pytest.fixture()
+def raising_judge(monkeypatch):
+    """The judge raises for the completion "return slug  # boom" (fault injection)."""
     import execrepobench_metric.judge as judge_module
 
-    gold, slug, malformed = faulty
     real = judge_module.judge
 
     def judge_or_raise(sample, completion, config, evidence=None):
-        if completion == "return slug  # boom":
+        if completion == BOOM:
             raise RuntimeError("injected judge failure")
         return real(sample, completion, config, evidence)
 
     monkeypatch.setattr(judge_module, "judge", judge_or_raise)
-    preds = [[gold.middle_code, "return low"], ["return slug  # boom", slug.middle_code], [malformed.middle_code]]
+    return lambda: monkeypatch.setattr(judge_module, "judge", real)
+
+
+def test_a_raising_judge_is_a_harness_error_and_the_rest_is_judged(faulty, raising_judge, tmp_path):
+    gold, slug, _ = faulty
+    preds = [[gold.middle_code, "return low"], [BOOM, slug.middle_code]]
     journal = tmp_path / "journal.jsonl"
-    with pytest.raises(api.HarnessError, match="2 of 5 judgement") as info:
-        api.compute(preds, [gold, slug, malformed], allow_exec=True, progress=False, use_cache=False,
-                    journal=journal, artifacts_dir=tmp_path / "artifacts", num_workers=2)
+    with pytest.raises(api.HarnessError, match="1 of 4 judgement") as info:
+        api.compute(preds, [gold, slug], allow_exec=True, progress=False, use_cache=False, journal=journal,
+                    artifacts_dir=tmp_path / "artifacts", num_workers=2)
     result = info.value.result
-    assert result["harness_errors"] == 2 and result["verdicts/passed"] == 2 and result["verdicts/failed"] == 1
+    assert result["harness_errors"] == 1 and result["verdicts/passed"] == 2 and result["verdicts/failed"] == 1
     rows = {(d["sample_id"], d["completion_index"]): d for d in result["details"]}
     assert rows[(gold.sample_id, 0)]["passed"] and rows[(slug.sample_id, 1)]["passed"]
     assert rows[(gold.sample_id, 1)]["reason"] == "failed" and not rows[(gold.sample_id, 1)]["harness_error"]
-    for key, needle in (((slug.sample_id, 0), "RuntimeError: injected judge failure"),
-                        (("malformed-command", 0), "does not start with")):
-        row = rows[key]
-        assert row["reason"] == "error" and row["harness_error"] and needle in row["detail"], row
-        folder = tmp_path / row["artifacts"]
-        assert folder.parent.parent == tmp_path / "artifacts"
-        assert needle in (folder / "traceback.txt").read_text()
-        assert json.loads((folder / "verdict.json").read_text())["reason"] == "error"
+    row = rows[(slug.sample_id, 0)]
+    assert row["reason"] == "error" and row["harness_error"] and "RuntimeError: injected judge failure" in row["detail"]
+    folder = tmp_path / row["artifacts"]
+    assert folder.parent.parent == tmp_path / "artifacts" and "Traceback" in (folder / "traceback.txt").read_text()
+    assert json.loads((folder / "verdict.json").read_text())["reason"] == "error"
     assert not rows[(gold.sample_id, 0)]["artifacts"]  # kept only for errors unless asked
-    # errors are not journalled: the next run retries them (and keeps the finished verdicts)
-    assert {json.loads(line)["verdict"]["reason"] for line in journal.read_text().splitlines()} <= {"passed", "failed"}
-    monkeypatch.setattr(judge_module, "judge", real)
-    with pytest.raises(api.HarnessError, match="1 of 5"):
-        api.compute(preds, [gold, slug, malformed], allow_exec=True, progress=False, use_cache=False,
-                    journal=journal, artifacts_dir=tmp_path / "artifacts")
+    # errors are not journalled: the next run keeps the finished verdicts and retries the error
+    assert {json.loads(line)["verdict"]["reason"] for line in journal.read_text().splitlines()} == {"passed", "failed"}
+    raising_judge()  # the fault is gone
+    again = api.compute(preds, [gold, slug], allow_exec=True, progress=False, use_cache=False, journal=journal)
+    assert again["harness_errors"] == 0 and again["verdicts/failed"] == 2 and again["verdicts/passed"] == 2
+
+
+def test_a_malformed_test_command_is_an_error_verdict(faulty, tmp_path):
+    """compute() refuses such a sample before judging (InputError); the engine, which judges whatever
+    it is given, turns it into an `error` verdict and judges the others."""
+    gold, _, malformed = faulty
+    with pytest.raises(api.InputError, match="test_command"):
+        api.compute([gold.middle_code, malformed.middle_code], [gold, malformed], allow_exec=True, progress=False)
+    config = EngineConfig(allow_exec=True, use_cache=False, progress=False, artifacts=tmp_path / "ev")
+    verdicts, _ = judge_all([gold, malformed], [[gold.middle_code], [malformed.middle_code]], config)
+    assert verdicts[0][0].passed
+    bad = verdicts[1][0]
+    assert bad.reason == "error" and "does not start with" in bad.detail and bad.artifacts.startswith("ev/")
+    assert "ValueError" in (tmp_path / bad.artifacts / "traceback.txt").read_text()
 
 
 def test_keep_artifacts_records_every_run(faulty, tmp_path):
@@ -154,11 +173,11 @@ def test_keep_artifacts_records_every_run(faulty, tmp_path):
     assert (tmp_path / rows[1]["artifacts"] / "completion.txt").read_text() == "return low"
 
 
-def test_cli_evaluate_writes_rows_and_exits_3_on_harness_errors(faulty, tmp_path, capsys):
-    gold, _, malformed = faulty
-    write_jsonl([gold, malformed], tmp_path / "samples.jsonl")
-    (tmp_path / "preds.jsonl").write_text("".join(
-        json.dumps({"sample_id": s.sample_id, "completion": s.middle_code}) + "\n" for s in (gold, malformed)))
+def test_cli_evaluate_writes_rows_and_exits_3_on_harness_errors(faulty, raising_judge, tmp_path, capsys):
+    gold, slug, _ = faulty
+    write_jsonl([gold, slug], tmp_path / "samples.jsonl")
+    (tmp_path / "preds.jsonl").write_text(json.dumps({"sample_id": gold.sample_id, "completion": gold.middle_code})
+                                          + "\n" + json.dumps({"sample_id": slug.sample_id, "completion": BOOM}) + "\n")
     out = tmp_path / "res"
     out.mkdir()
     (out / "metrics.json").write_text("{}")  # from an earlier run: must not survive as this run's score
