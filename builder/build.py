@@ -31,7 +31,7 @@ from .baseline import Baseline, BaselineError
 from .context import RepoContextIndex
 from .envs import EnvError
 from .manifest import Manifest, RepoSpec
-from .masking import MaskConfig, candidate_files, sample_masks, split
+from .masking import MaskConfig, MaskResult, candidate_files, sample_masks, split
 from .prepare import coverage_map, prepare
 from .selection import CoverageMap, ImportGraph
 from .sources import SourceError, fetch
@@ -91,17 +91,36 @@ def _mask_config(spec: RepoSpec, config: BuildConfig) -> MaskConfig:
     return replace(config.mask, samples_per_repo=total)
 
 
+@dataclass(frozen=True)
+class MaskedRepo:
+    """One repository masked: its maskable sources, the masks and the context index (built once)."""
+
+    files: list[str]
+    raw: dict[str, bytes]
+    result: MaskResult
+    index: RepoContextIndex
+
+    def stats(self) -> dict:
+        return {"files": len(self.files), "skipped_files": self.result.skipped_files,
+                "mask_dropped": dict(sorted(self.result.dropped.items())), "shortfall": self.result.shortfall}
+
+
+def mask_repository(name: str, root: Path, seed: int, mask: MaskConfig, exclude: tuple[str, ...] = (),
+                    pool: dict[str, str] | None = None) -> MaskedRepo:
+    """Mask the repository's sources (not `exclude`: its test paths); context over `pool` (all .py files)."""
+    files = candidate_files(root, exclude=exclude)
+    raw = {f: (root / f).read_bytes() for f in files}
+    return MaskedRepo(files, raw, sample_masks(raw, mask, seed, name), RepoContextIndex(pool or read_pool(root)))
+
+
 def make_samples(name: str, pinned: str, root: Path, env_key: str, seed: int, mask: MaskConfig,
                  baseline: Baseline | None, exclude: tuple[str, ...], pool: dict[str, str] | None = None,
                  test_paths: tuple[str, ...] = ()) -> tuple[list[Sample], dict]:
     """Mask the repository's sources (not its test paths) and attach ranked context: the candidate
     samples (not yet verified) and the masking part of the report."""
-    sources = candidate_files(root, exclude=test_paths)
-    raw = {f: (root / f).read_bytes() for f in sources}
-    result = sample_masks(raw, mask, seed, name)
-    if pool is None:
-        pool = read_pool(root)
-    index = RepoContextIndex(pool)  # tokenized once per repository
+    pool = pool if pool is not None else read_pool(root)
+    masked = mask_repository(name, root, seed, mask, test_paths, pool)
+    raw, result, index, sources = masked.raw, masked.result, masked.index, masked.files
     samples = []
     for m in result.masks:
         prefix, middle, suffix = split(raw[m.file_name], m)

@@ -73,13 +73,15 @@ def test_one_isolation_decision():
 @pytest.fixture(scope="module")
 def evaluation_inputs(built_minirepo, tmp_path_factory):
     base = tmp_path_factory.mktemp("evalinputs")
+    mathx = tuple(f"tests/test_mathx.py::test_{t}" for t in
+                  ("clamp_inside", "clamp_edges", "clamp_bad_bounds", "mean", "running_total", "countdown"))
     samples = [
-        make_sample(built_minirepo, "minirepo/mathx.py", "return value",
-                    judged=("tests/test_mathx.py::test_clamp_inside", "tests/test_mathx.py::test_clamp_edges")),
-        make_sample(built_minirepo, "minirepo/strings.py", "return slug[:limit]", fill_type="Random Single-line Completion"),
+        make_sample(built_minirepo, "minirepo/mathx.py", "return value", judged=mathx[:2]),
+        make_sample(built_minirepo, "minirepo/strings.py", "return slug[:limit]", fill_type="Random Single-line Completion",
+                    judged=("tests/test_strings.py::test_slugify", "tests/test_strings.py::test_slugger_unique")),
     ]
     for line in ("return high", "return total / len(values)", "return result", "return steps"):
-        samples.append(make_sample(built_minirepo, "minirepo/mathx.py", line))
+        samples.append(make_sample(built_minirepo, "minirepo/mathx.py", line, judged=mathx))
     write_jsonl(samples, base / "samples.jsonl")
     wrong = {0: "return low", 1: "return slug"}
     for name, pick in (("a", lambda i, s: [s.middle_code, wrong.get(i, "return None")]),
