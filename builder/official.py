@@ -32,6 +32,7 @@ from tqdm import tqdm
 
 from execrepobench_dataset.record import (FILL_TYPES, ContextFile, RecordError, Sample, make_sample_id,
                                           write_jsonl)
+from execrepobench_dataset.repo_record import RepoRecord, write_repo_records
 from execrepobench_dataset.version import __version__
 from execrepobench_metric.judge import JudgeConfig
 from execrepobench_metric.sandbox import WEAK
@@ -231,6 +232,7 @@ def _import_repo(name: str, group: list[OfficialLine], repos: Path, out: Path, c
             kept = list(converted)
         report["kept"] = len(kept)
         report["status"] = "ok" if kept else "empty"
+        report["repository"] = prepared.record.to_dict()
     except REPO_ERRORS as exc:
         report["reason"] = str(exc)
     report["null_passed_share"] = _share(report)
@@ -254,7 +256,8 @@ def import_official(jsonl: Path, repos: Path, out: Path, *, verify: bool = True,
                     progress: bool = True, baseline_runs: int = 3, gt_runs: int = 3, python: str | None = None,
                     baseline_timeout_s: float = 900.0, judge_timeout_s: float = 300.0) -> dict:
     """Import the official release; writes OUT/samples.jsonl (verified samples, or every converted
-    sample when verify=False), OUT/all_samples.jsonl (every converted sample with its test selection)
+    sample when verify=False), OUT/all_samples.jsonl (every converted sample with its test selection),
+    OUT/repositories.jsonl (the repository record of every repository with kept samples)
     and OUT/import_report.json, and returns the report.  Raises `OfficialFormatError` (naming
     file:line and field) on a bad JSONL line and ValueError when `repos` is not a folder."""
     jsonl, repos, out = Path(jsonl), Path(repos).expanduser().resolve(), Path(out)
@@ -293,6 +296,9 @@ def import_official(jsonl: Path, repos: Path, out: Path, *, verify: bool = True,
               "judge_sandbox": jconf.sandbox, "overall": overall, "repos": reports}
     _write_atomic(out / "samples.jsonl", lambda p: write_jsonl(kept, p))
     _write_atomic(out / "all_samples.jsonl", lambda p: write_jsonl(all_samples, p))
+    records = [RepoRecord.from_dict(rec) for r in reports.values()
+               if (rec := r.pop("repository", None)) and r["status"] == "ok"]
+    _write_atomic(out / "repositories.jsonl", lambda p: write_repo_records(records, p))
     _write_atomic(out / "import_report.json",
                   lambda p: p.write_text(json.dumps(report, indent=1, sort_keys=True), encoding="utf-8"))
     return report

@@ -10,10 +10,12 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from execrepobench_dataset.record import RecordError, Sample, read_jsonl
+from execrepobench_dataset.load import open_dataset
+from execrepobench_dataset.record import RecordError, Sample
 
-from .engine import EngineConfig, judge_all
+from .engine import EngineConfig, judge_all, require_opt_in, validate_inputs
 from .judge import REASONS, JudgeConfig
+from .prepare import PrepareConfig, ensure_prepared
 from .scoring import edit_similarity, latex_row, summarize
 
 SELECTIONS = ("judged", "suite")
@@ -24,12 +26,8 @@ class InputError(ValueError):
 
 
 def _load_samples(dataset: str | Path) -> dict[str, Sample]:
-    path = Path(dataset)
-    if path.is_dir():
-        path = path / "samples.jsonl"
-    if not path.is_file():
-        raise FileNotFoundError(f"dataset {dataset}: no samples file at {path}")
-    return {s.sample_id: s for s in read_jsonl(path)}
+    """A builder output folder, a published folder, a samples file or a Hub dataset id."""
+    return {s.sample_id: s for s in open_dataset(dataset).samples}
 
 
 def resolve_references(references: Sequence[Any], dataset: str | Path | None = None) -> list[Sample]:
@@ -76,8 +74,12 @@ def compute(predictions: Sequence[Any], references: Sequence[Any], *, k: Sequenc
             num_workers: int | None = None, timeout: float = 300.0, test_selection: str = "judged",
             dataset: str | Path | None = None, allow_exec: bool | None = None,
             allow_weak_sandbox: bool = False, journal: str | Path | None = None, use_cache: bool = True,
-            model_name: str = "model", progress: bool = True) -> dict[str, Any]:
-    """Judge every completion and score: see `_KWARGS_DESCRIPTION` in execrepobench_metric.py."""
+            model_name: str = "model", progress: bool = True, prepare: bool | None = None) -> dict[str, Any]:
+    """Judge every completion and score: see `_KWARGS_DESCRIPTION` in execrepobench_metric.py.
+
+    Before anything is judged, every sample's environment must be in this cache: missing ones are
+    prepared from `dataset`'s repository records when `prepare` (default: EXECREPOBENCH_PREPARE=1),
+    else `prepare.EnvironmentsMissing` lists them with the `execrepobench prepare` command."""
     if test_selection not in SELECTIONS:
         raise ValueError(f"test_selection {test_selection!r}: use one of {SELECTIONS}")
     completions = normalize_predictions(predictions)
@@ -87,6 +89,10 @@ def compute(predictions: Sequence[Any], references: Sequence[Any], *, k: Sequenc
                           journal=Path(journal) if journal else None, progress=progress)
     if num_workers is not None:
         config = replace(config, workers=num_workers)
+    validate_inputs(samples, completions)  # before anything is prepared or run
+    require_opt_in(config.allow_exec)
+    ensure_prepared(samples, str(dataset) if dataset is not None else None, prepare,
+                    PrepareConfig(workers=config.workers, allow_weak_sandbox=allow_weak_sandbox, progress=progress))
     verdicts, note = judge_all(samples, completions, config)
     passed = [[v.passed for v in row] for row in verdicts]
     result: dict[str, Any] = summarize(samples, passed, completions, ks=tuple(k))

@@ -23,7 +23,7 @@ together with edit similarity (ES), per fill type, per level and per repository.
 
 A completion passes only if every judged test of the sample ran and passed according to pytest's
 junit XML report and pytest finished its session; the exit code or printed text never makes a pass.
-The environments are the ones the ExecRepoBench builder made (`execrepobench build`).
+The environments are made from the dataset's repository records (`execrepobench prepare`).
 """
 
 _KWARGS_DESCRIPTION = """
@@ -35,7 +35,11 @@ Args:
     num_workers: parallel sandboxed runs (default: number of cores).
     timeout: seconds per run (default 300).
     test_selection: "judged" (the sample's selected tests; the whole suite when it has none) or "suite".
-    dataset: where to look up sample ids.
+    dataset: where to look up sample ids and repository records: a builder output folder, a published
+        dataset folder or a Hub dataset id.
+    prepare: make missing environments first (from `dataset`'s repository records); default
+        EXECREPOBENCH_PREPARE=1. Otherwise missing environments raise one error naming them and the
+        `execrepobench prepare` command, and nothing is judged.
     allow_exec: must be True (or EXECREPOBENCH_ALLOW_EXEC=1) to run model code at all.
     allow_weak_sandbox: accept running without bubblewrap (rlimits + timeout only); the output says so.
     journal: JSONL file recording each verdict as it lands; re-running with it resumes.
@@ -82,8 +86,8 @@ class ExecrepobenchMetric(evaluate.Metric):
 
     def _compute(self, predictions, references, k=(1,), num_workers=None, timeout=300.0,
                  test_selection="judged", dataset=None, allow_exec=None, allow_weak_sandbox=False,
-                 journal=None, use_cache=True, model_name="model"):
+                 journal=None, use_cache=True, model_name="model", prepare=None):
         return compute(predictions, references, k=k, num_workers=num_workers, timeout=timeout,
                        test_selection=test_selection, dataset=dataset, allow_exec=allow_exec,
                        allow_weak_sandbox=allow_weak_sandbox, journal=journal, use_cache=use_cache,
-                       model_name=model_name)
+                       model_name=model_name, prepare=prepare)

@@ -7,6 +7,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from .cli_data import COMMANDS as DATA_COMMANDS
+from .cli_prepare import COMMANDS as PREPARE_COMMANDS
 
 
 def _add_build(p: argparse.ArgumentParser) -> None:
@@ -54,7 +55,11 @@ def _run_build(args: argparse.Namespace) -> int:
 
 
 def _add_evaluate(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--samples", type=Path, required=True, help="samples.jsonl written by `build`")
+    which = p.add_mutually_exclusive_group(required=True)
+    which.add_argument("--samples", type=Path, help="samples.jsonl written by `build`")
+    which.add_argument("--dataset", help="a builder output folder, a published dataset folder, or a Hub dataset id")
+    p.add_argument("--prepare", action="store_true",
+                   help="make missing environments first (from the dataset's repository records; needs --dataset)")
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--predictions", type=Path,
                      help='JSONL, one line per sample: {"sample_id": ..., "completion": str or [str, ...]}')
@@ -74,14 +79,16 @@ def _add_evaluate(p: argparse.ArgumentParser) -> None:
 def _run_evaluate(args: argparse.Namespace) -> int:
     import json
 
-    from execrepobench.builder.verify import null_fill
+    from execrepobench_dataset.load import DatasetNotFound, open_dataset
     from execrepobench_dataset.record import RecordError, read_jsonl
     from execrepobench_metric.api import InputError, compute
     from execrepobench_metric.engine import ExecutionNotAllowed
+    from execrepobench_metric.fills import null_fill
+    from execrepobench_metric.prepare import EnvironmentsMissing
     from execrepobench_metric.sandbox import SandboxUnavailable
 
     try:
-        samples = list(read_jsonl(args.samples))
+        samples = list(read_jsonl(args.samples)) if args.samples else list(open_dataset(args.dataset).samples)
         if args.reference_fill == "ground_truth":
             preds = [s.middle_code for s in samples]
         elif args.reference_fill == "null":
@@ -100,9 +107,10 @@ def _run_evaluate(args: argparse.Namespace) -> int:
         out = compute(preds, samples, k=args.k or [1], num_workers=args.workers, timeout=args.timeout,
                       test_selection=args.test_selection, allow_exec=True if args.allow_exec else None,
                       allow_weak_sandbox=args.allow_weak_sandbox, journal=args.out / "journal.jsonl",
-                      model_name=args.model_name, progress=not args.no_progress)
+                      model_name=args.model_name, progress=not args.no_progress, dataset=args.dataset,
+                      prepare=True if args.prepare else None)
     except (OSError, RecordError, InputError, ExecutionNotAllowed, SandboxUnavailable, KeyError,
-            json.JSONDecodeError) as exc:
+            json.JSONDecodeError, DatasetNotFound, EnvironmentsMissing) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     from execrepobench.runner.report import table, write_results
@@ -148,6 +156,7 @@ def _run_run(args: argparse.Namespace) -> int:
     from execrepobench_dataset.record import RecordError
     from execrepobench_metric.api import InputError
     from execrepobench_metric.engine import ExecutionNotAllowed
+    from execrepobench_metric.prepare import EnvironmentsMissing
     from execrepobench_metric.sandbox import SandboxUnavailable
 
     options = {key: getattr(args, key) for key in ("temperature", "top_p", "seed", "tensor_parallel_size", "base_url")
@@ -161,7 +170,7 @@ def _run_run(args: argparse.Namespace) -> int:
     try:
         run(config)
     except (OSError, ValueError, ImportError, ManifestError, RecordError, InputError, ExecutionNotAllowed,
-            SandboxUnavailable) as exc:
+            SandboxUnavailable, EnvironmentsMissing) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     return 0
@@ -175,6 +184,7 @@ COMMANDS = {
     "run": ("build if needed, generate, evaluate and report in one command", _add_run, _run_run),
 }
 COMMANDS.update(DATA_COMMANDS)
+COMMANDS.update(PREPARE_COMMANDS)
 
 
 def main(argv: list[str] | None = None) -> int:
