@@ -110,7 +110,7 @@ def _requirements(records: list[RepoRecord]) -> list[str]:
             "source, Python version, locked requirements with hashes, test command, license, the manifest entry). "
             "`execrepobench prepare` fetches each pinned source, checks its hash, makes its environment from the "
             "lock (nothing is re-resolved) and checks a few samples (ground truth passes, null fill fails):", "",
-            "```bash", "pip install ./execrepobench   # the ExecRepoBench package: a checkout of its repository, or a wheel",
+            "```bash", "pip install ./execrepobench   # the ExecRepoBench package: its repository checkout, or a wheel",
             "execrepobench prepare --dataset <this dataset's Hub id or folder>   # prints `ready` or why not, per "
             "repository", "```", ""]
 

@@ -109,7 +109,7 @@ def judge(sample: Sample, completion: str, config: JudgeConfig) -> Verdict:
         return mk(False, "tampering", detail="uses " + ", ".join(hits))
     env = find_environment(sample.env_key)
     if env is None:
-        return mk(False, "error", detail=f"environment {sample.env_key} of {sample.repo_name} is not in this cache: "
+        return mk(False, "error", detail=f"environment {sample.env_key} of {sample.repo_name} not found in this cache: "
                                          "make it with `execrepobench prepare --dataset DATASET`")
     python, root = env.python, env.root
     select = judged_tests(sample, config.selection)

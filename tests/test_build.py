@@ -1,5 +1,4 @@
 """End-to-end builds: fixture repository via path:, a real PyPI sdist, and bad input."""
-import json
 from pathlib import Path
 
 import pytest

@@ -58,7 +58,8 @@ def test_manifest_entry_is_toml_without_machine_paths(tmp_path):
 
 
 @pytest.mark.parametrize("files,expected", [
-    ({"PKG-INFO": "Metadata-Version: 2.4\nName: a\nLicense-Expression: MIT OR Apache-2.0\n\nbody"}, "MIT OR Apache-2.0"),
+    ({"PKG-INFO": "Metadata-Version: 2.4\nName: a\nLicense-Expression: MIT OR Apache-2.0\n\nbody"},
+     "MIT OR Apache-2.0"),
     ({"PKG-INFO": "Metadata-Version: 2.1\nName: a\nLicense: BSD-3-Clause\n"}, "BSD-3-Clause"),
     ({"PKG-INFO": "Metadata-Version: 2.1\nName: a\nLicense: UNKNOWN\n"
                   "Classifier: License :: OSI Approved :: MIT License\n"}, "MIT License"),

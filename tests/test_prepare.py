@@ -57,7 +57,8 @@ def test_prepare_makes_the_published_environment_in_another_cache(built, tmp_pat
     # The metric with the environment missing: one error naming the repository and the command, nothing judged.
     with pytest.raises(EnvironmentsMissing) as info:
         api.compute([s.middle_code for s in samples], samples, allow_exec=True, progress=False)
-    assert "minirepo" in str(info.value) and "execrepobench prepare --dataset DATASET --repo minirepo" in str(info.value)
+    message = str(info.value)
+    assert "minirepo" in message and "execrepobench prepare --dataset DATASET --repo minirepo" in message
     with pytest.raises(EnvironmentsMissing, match=f"prepare --dataset {out} --repo minirepo"):
         api.compute([s.middle_code for s in samples], [s.sample_id for s in samples], dataset=out, allow_exec=True)
     assert not (cache / "results").exists() and not (cache / "envs").exists()
