@@ -6,6 +6,7 @@ import pytest
 from execrepobench.builder.build import BuildConfig, build
 from execrepobench.builder.manifest import parse_manifest
 from execrepobench_dataset.record import FILL_TYPES, read_jsonl
+from execrepobench_dataset.repo_record import read_repo_records
 from execrepobench_metric.environments import find_environment
 
 
@@ -44,6 +45,10 @@ def test_build_fixture_repo_deterministic_and_resumable(tmp_path, minirepo):
         if s.file_name == "minirepo/strings.py" and "from .mathx import clamp" in s.prefix_code + s.suffix_code:
             assert s.context_code[0].path == "minirepo/mathx.py"
     assert (out / "build_report.md").read_text().count("| minirepo | ok |") == 1
+    assert summary["manifest"] == "<inline manifest>"  # a manifest file would be named, never by its path
+    (record,) = read_repo_records(out / "repositories.jsonl")
+    assert record.env_key == rep["env_key"] and record.key_matches and record.repo_source == rep["pinned"]
+    assert record.test_command == samples[0].test_command and record.python == rep["environment"]["python"]
 
     # Same output folder again: the finished repository is reused, the samples are identical.
     env_json = find_environment(rep["env_key"]).path / "env.json"
