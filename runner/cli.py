@@ -7,6 +7,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from .cli_data import COMMANDS as DATA_COMMANDS
+from .cli_metric import COMMANDS as METRIC_COMMANDS
 from .cli_prepare import COMMANDS as PREPARE_COMMANDS
 
 
@@ -98,6 +99,9 @@ def _run_evaluate(args: argparse.Namespace) -> int:
             for n, line in enumerate(args.predictions.read_text(encoding="utf-8").splitlines(), 1):
                 if line.strip():
                     rec = json.loads(line)
+                    if not isinstance(rec, dict) or not isinstance(rec.get("sample_id"), str) or "completion" not in rec:
+                        raise InputError(f'{args.predictions}:{n}: expected {{"sample_id": str, "completion": str or '
+                                         f'[str, ...]}}, got {line.strip()[:80]}')
                     by_id[rec["sample_id"]] = rec["completion"]
             missing = [s.sample_id for s in samples if s.sample_id not in by_id]
             if missing:
@@ -140,7 +144,8 @@ def _add_run(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-progress", action="store_true")
     g = p.add_argument_group("model backends (transformers, vllm, openai)")
     g.add_argument("--template", default=None,
-                   help="prompt template (see runner/templates.py; default: detected from the --model name)")
+                   help="prompt template (see runner/templates.py; default: detected from the --model name; "
+                        "'official': the detected family's official ExecRepoBench prompt, as in the paper)")
     g.add_argument("--temperature", type=float, default=None, help="0 (default): greedy; > 0: sampling")
     g.add_argument("--top-p", type=float, default=None, help="nucleus sampling (default 1.0)")
     g.add_argument("--seed", type=int, default=None, help="sampling seed (default 0; per sample derived from it)")
@@ -184,6 +189,7 @@ COMMANDS = {
     "run": ("build if needed, generate, evaluate and report in one command", _add_run, _run_run),
 }
 COMMANDS.update(DATA_COMMANDS)
+COMMANDS.update(METRIC_COMMANDS)
 COMMANDS.update(PREPARE_COMMANDS)
 
 
