@@ -112,3 +112,19 @@ def test_tampered_record_and_failing_gold_check(built, tmp_path, monkeypatch, ca
     assert main(["prepare", "--dataset", str(bad), "--gold-samples", "1", "--no-progress"]) == 1
     said = capsys.readouterr().out
     assert "NOT READY: gold check: the ground truth of sample" in said and "missing_tests" in said
+
+
+def test_published_folder_names_no_machine_path(built, tmp_path):
+    """A path: source used to leak its folder into pins, keys and the card: nothing of this machine is published."""
+    from execrepobench_dataset.publish import publish
+
+    out, cache_a = built
+    publish(out, tmp_path / "published")
+    files = [p for p in (tmp_path / "published").rglob("*") if p.is_file()]
+    assert {p.name for p in files} >= {"README.md", "train-00000-of-00001.parquet"}
+    for path in files:
+        data = path.read_bytes()
+        for needle in (str(cache_a), str(Path(__file__).resolve().parents[1]), str(out), str(tmp_path),
+                       "/tmp/pytest-of"):
+            assert needle.encode() not in data, (path, needle)
+    assert "not portable" in (tmp_path / "published" / "README.md").read_text()  # the card says so for path:

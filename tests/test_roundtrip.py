@@ -92,8 +92,8 @@ def test_build_publish_wheel_prepare_judge_on_another_cache(tmp_path, monkeypatc
     source = tmp_path / "clone"
     shutil.copytree(CHECKOUT, source, ignore=_NOT_SOURCE)
     base_env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", CACHE_ENV_VAR, "VIRTUAL_ENV")}
-    run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w",
-         str(tmp_path / "wheel"), str(source)], env=base_env, cwd=tmp_path)
+    run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp_path / "wheel"), str(source)],
+        env=base_env, cwd=tmp_path)
     (wheel,) = (tmp_path / "wheel").glob("execrepobench-*.whl")
     venv = tmp_path / "machineB" / "venv"
     run([sys.executable, "-m", "venv", str(venv)], env=base_env, cwd=tmp_path)  # with pip: it downloads sdists
