@@ -2,12 +2,11 @@
 
 Each line (`repo_name`, `file_name`, `prefix_code`, `middle_code`, `suffix_code`, `context_code` as
 `[path, code]` pairs, `fill_type`) becomes one of our `Sample`s, and is then checked exactly as the
-builder checks its own samples: per repository a `path:` source over `REPOS/<repo_name>` (snapshotted
-into the cache and pinned by its tree hash), our uv environment, our sandboxed baseline (failing and
-flaky tests excluded), one coverage run, per-sample test selection and verification (ground truth
-passes, the null fill fails).  A line whose prefix+middle+suffix is not the file on disk is reported
-(`mismatched_file`) and skipped.  A repository that cannot be fetched, installed or tested is a report
-entry; the import goes on.
+builder checks its own samples: per repository a `path:` source over `REPOS/<repo_name>` (snapshotted,
+pinned as `path:NAME#tree=HASH`: ids do not depend on where repos.zip was unpacked), a lock and the
+environment made from it (records in OUT/repositories.jsonl), our sandboxed baseline, one coverage run,
+test selection and verification.  A line whose prefix+middle+suffix is not the file on disk is skipped
+(`mismatched_file`); a repository that cannot be fetched, installed or tested is a report entry.
 
 Test command - a deliberate decision: every official repository ships `evaluate_repo.py`, which runs its
 tests and reports only an exit code.  Our verdicts need per-test outcomes (junit XML, our collection
@@ -16,8 +15,7 @@ pytest invocation over the repository (pytest's own discovery from the repositor
 entry point is recorded in the report as `official_entry_point` and is never run.  Repositories whose
 tests are not pytest-discoverable therefore fail at baseline and are reported.
 
-`null_passed_share` is the share of verified official samples whose null completion passes its tests:
-samples the official harness counts although they cannot tell a right completion from an empty one.
+`null_passed_share`: the share of verified official samples whose null completion passes its tests.
 """
 from __future__ import annotations
 
