@@ -8,12 +8,11 @@ environment made from it (records in OUT/repositories.jsonl), our sandboxed base
 test selection and verification.  A line whose prefix+middle+suffix is not the file on disk is skipped
 (`mismatched_file`); a repository that cannot be fetched, installed or tested is a report entry.
 
-Test command - a deliberate decision: every official repository ships `evaluate_repo.py`, which runs its
-tests and reports only an exit code.  Our verdicts need per-test outcomes (junit XML, our collection
-plugin, judged test selection, the sandbox's read-only test files), so samples are judged with our
-pytest invocation over the repository (pytest's own discovery from the repository root); the official
-entry point is recorded in the report as `official_entry_point` and is never run.  Repositories whose
-tests are not pytest-discoverable therefore fail at baseline and are reported.
+Test command - a deliberate decision: every official repository ships `evaluate_repo.py`, which reports
+only an exit code.  Our verdicts need per-test outcomes (junit XML, our plugin, judged test selection,
+read-only test files), so samples are judged with our pytest invocation over the repository; the
+official entry point is recorded as `official_entry_point` and never run (repositories whose tests are
+not pytest-discoverable fail at baseline and are reported).
 
 `null_passed_share`: the share of verified official samples whose null completion passes its tests.
 """
