@@ -12,13 +12,13 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from execrepobench_metric.environments import Environment
 from execrepobench_metric.isolation import Isolation
 from execrepobench_metric.junit import PASSED, SKIPPED
 from execrepobench_metric.limits import Limits
 from execrepobench_metric.process import run_command
 from execrepobench_metric.pytest_run import PytestInvocation, run_pytest
 
-from .envs import Environment
 from .manifest import RepoSpec
 
 

@@ -23,13 +23,14 @@ from typing import Mapping
 from tqdm import tqdm
 
 from execrepobench_dataset.record import Sample, make_sample_id, read_jsonl, write_jsonl
+from execrepobench_dataset.repo_record import RepoRecord, read_repo_records, write_repo_records
 from execrepobench_dataset.version import __version__
 from execrepobench_metric.isolation import Isolation, decide_isolation
 from execrepobench_metric.judge import JudgeConfig
 
 from .baseline import Baseline, BaselineError
 from .context import RepoContextIndex
-from .envs import EnvError
+from .lock import EnvError
 from .manifest import Manifest, RepoSpec
 from .masking import MaskConfig, MaskResult, candidate_files, sample_masks, split
 from .prepare import coverage_map, prepare
@@ -169,27 +170,33 @@ def verify_repo(samples: list[Sample], wanted: int, baseline: Baseline, cov: Cov
     return final, verify_report(outcomes, final, len(baseline.passing), suite_s)
 
 
-def build_repo(spec: RepoSpec, config: BuildConfig, isolation: Isolation) -> tuple[list[Sample], dict]:
-    """One repository -> (verified samples, report entry).  Never raises for the repository's sake."""
+def build_repo(spec: RepoSpec, config: BuildConfig,
+               isolation: Isolation) -> tuple[list[Sample], dict, RepoRecord | None]:
+    """(verified samples, report entry, repository record) of one repository; the record is None
+    unless it is ok.  Never raises for the repository's sake."""
     folder = config.out / "repos" / spec.name
     mask = _mask_config(spec, config)
     key = _inputs_hash(spec, config, mask, isolation)
-    report_path = folder / "report.json"
-    if report_path.is_file():
+    report_path, record_path = folder / "report.json", folder / "repository.jsonl"
+    if report_path.is_file() and record_path.is_file():
         old = json.loads(report_path.read_text(encoding="utf-8"))
         if old.get("inputs_hash") == key and old.get("status") == "ok":
-            return list(read_jsonl(folder / "samples.jsonl")), {**old, "reused": True}
+            return (list(read_jsonl(folder / "samples.jsonl")), {**old, "reused": True},
+                    next(read_repo_records(record_path)))
     t0 = time.monotonic()
     lap = lambda: time.monotonic() - t0 - sum(timings.values())  # noqa: E731
     stage, parts, timings, kept = "source", {}, {}, []
+    record: RepoRecord | None = None
     try:
         fetched = fetch(spec)
         parts["pinned"] = fetched.pinned
         timings["fetch_s"] = lap()
         stage = "prepare"
         prepared = prepare(spec, fetched, config.manifest.python, runs=config.baseline_runs,
-                           timeout_s=config.baseline_timeout_s, isolation=isolation)
-        parts.update(prepared.report, manifest_entry=prepared.manifest_entry())
+                           timeout_s=config.baseline_timeout_s, isolation=isolation,
+                           samples_per_repo=mask.samples_per_repo)
+        record = prepared.record
+        parts.update(prepared.report)
         timings.update(prepared.timings)
         stage = "masking"
         pool = read_pool(fetched.root)
@@ -213,17 +220,23 @@ def build_repo(spec: RepoSpec, config: BuildConfig, isolation: Isolation) -> tup
             parts["reason"] = ("no candidate passed verification" if candidates else "no mask survived the filters")
     except Exception as exc:  # noqa: BLE001 - the boundary of one repository: report it, go on
         kept, status = [], "error"
-        parts.update(phase=_phase(stage, exc), reason=str(exc) if isinstance(exc, REPO_ERRORS)
-                     else f"{type(exc).__name__}: {exc}")
-        if not isinstance(exc, REPO_ERRORS):
-            parts["traceback"] = traceback.format_exc()[-4000:]
+        parts.update(phase=_phase(stage, exc), **error_entry(exc))
     report = {"repo": spec.name, "source": spec.source, "inputs_hash": key, **parts, "status": status,
               "samples": len(kept), "per_fill_type": dict(sorted(Counter(s.fill_type for s in kept).items())),
               "timings": {k: round(v, 2) for k, v in timings.items()}, "time_s": round(time.monotonic() - t0, 2)}
     folder.mkdir(parents=True, exist_ok=True)
+    record = record if status == "ok" else None  # a repository that failed or ended empty ships nothing
     write_atomic(folder / "samples.jsonl", lambda p: write_jsonl(kept, p))
+    write_atomic(record_path, lambda p: write_repo_records([record] if record else [], p))
     write_atomic(report_path, lambda p: p.write_text(json.dumps(report, indent=1, sort_keys=True), encoding="utf-8"))
-    return kept, report
+    return kept, report, record
+
+
+def error_entry(exc: Exception, expected: tuple[type[Exception], ...] = REPO_ERRORS) -> dict:
+    """A report's `reason` for an exception, plus its `traceback` unless the error was expected."""
+    if isinstance(exc, expected):
+        return {"reason": str(exc)}
+    return {"reason": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc()[-4000:]}
 
 
 def _phase(stage: str, exc: Exception) -> str:
@@ -239,14 +252,15 @@ def write_atomic(path: Path, write) -> None:
 
 
 def build(config: BuildConfig) -> dict:
-    """Build every selected repository; write OUT/samples.jsonl and OUT/build_report.{json,md}."""
+    """Build every selected repository; write OUT/samples.jsonl, OUT/repositories.jsonl (one record per ok
+    repository) and OUT/build_report.{json,md}."""
     from .report import summarize, write_report
 
     repos = list(config.manifest.repos)
     if config.only:
         unknown = sorted(set(config.only) - {r.name for r in repos})
         if unknown:
-            raise ValueError(f"--repo {', '.join(unknown)}: not in manifest {config.manifest.path} "
+            raise ValueError(f"--repo {', '.join(unknown)}: not in manifest {config.manifest.path or '<inline>'} "
                              f"(it has: {', '.join(r.name for r in repos)})")
         repos = [r for r in repos if r.name in config.only]
     isolation, note = decide_isolation(config.allow_weak_sandbox)
@@ -254,14 +268,15 @@ def build(config: BuildConfig) -> dict:
         tqdm.write(note)
     config.out.mkdir(parents=True, exist_ok=True)
     samples: list[Sample] = []
-    reports = []
+    reports, records = [], []
     bar = tqdm(repos, desc="build", unit="repo", disable=not config.progress)
     for spec in bar:
         bar.set_postfix_str(spec.name)
-        repo_samples, report = build_repo(spec, config, isolation)
+        repo_samples, report, record = build_repo(spec, config, isolation)
         if report["status"] == "ok":  # a repository that failed or ended empty ships nothing
             samples += repo_samples
         reports.append(report)
+        records += [record] if record else []
         if report["status"] != "ok":
             where = f" at {report['phase']}" if report.get("phase") else ""
             tqdm.write(f"[{spec.name}] {report['status']}{where}: {report.get('reason', '')}")
@@ -269,6 +284,8 @@ def build(config: BuildConfig) -> dict:
     write_jsonl(samples, tmp)
     fingerprint = hashlib.sha256(tmp.read_bytes()).hexdigest()
     os.replace(tmp, config.out / "samples.jsonl")
+    write_repo_records(records, config.out / "repositories.jsonl.tmp")
+    os.replace(config.out / "repositories.jsonl.tmp", config.out / "repositories.jsonl")
     summary = summarize(reports, config.manifest, fingerprint, isolation_note=note)
     write_report(summary, config.out)
     return summary

@@ -18,7 +18,6 @@ import os
 import re
 import shutil
 import time
-import traceback
 from collections import Counter
 from dataclasses import replace
 from pathlib import Path
@@ -30,7 +29,7 @@ from execrepobench_dataset.instruct_record import SYSTEM_PROMPT, InstructRecord,
 from execrepobench_dataset.record import ContextFile, make_sample_id, read_jsonl
 from execrepobench_dataset.version import __version__
 
-from .build import MaskedRepo, mask_repository
+from .build import MaskedRepo, error_entry, mask_repository
 from .manifest import Manifest, RepoSpec
 from .masking import MaskConfig, split
 from .sources import FetchedSource, SourceError, fetch
@@ -258,10 +257,7 @@ def build_instruct(manifest: Manifest, out: Path, *, benchmark_samples: Optional
                     rep["status"] = "ok" if rep["records"] else "empty"
             except Exception as exc:  # noqa: BLE001 - a repo's failure never ends the build
                 # (records it already streamed stay, and are counted in its entry)
-                rep["status"] = "error"
-                rep["reason"] = f"{type(exc).__name__}: {exc}" if not isinstance(exc, SourceError) else str(exc)
-                if not isinstance(exc, (SourceError, OSError, ValueError)):
-                    rep["traceback"] = traceback.format_exc()[-4000:]
+                rep.update(status="error", **error_entry(exc, expected=(SourceError,)))
             rep.update(per_fill_type=dict(sorted(fills.items())), time_s=round(time.monotonic() - t0, 2))
             repos.append(rep)
             if rep["status"] in ("error", "refused"):

@@ -4,17 +4,21 @@ baseline, and (on demand) per-test coverage.  Shared by the benchmark build (`bu
 official-release importer (`official.py`)."""
 from __future__ import annotations
 
+import sys
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from execrepobench_dataset.repo_record import RepoRecord
+from execrepobench_metric.environments import Environment, ensure_environment
 from execrepobench_metric.isolation import Isolation
 from execrepobench_metric.pytest_run import run_pytest
 
 from .baseline import Baseline, BaselineError, invocation, run_baseline, top_level_modules
-from .envs import Environment, ensure_env, make_spec
+from .lock import resolve_lock
 from .manifest import RepoSpec
 from .masking import candidate_files
+from .records import draft_record, final_record
 from .selection import CoverageMap
 from .sources import FetchedSource
 from .testconfig import neutralise
@@ -28,41 +32,38 @@ class Prepared:
     baseline: Baseline
     isolation: Isolation
     spec: RepoSpec  # as run: the tests found and the overriding pytest arguments filled in
+    record: RepoRecord  # what is published for this repository (repositories.jsonl)
     report: dict = field(default_factory=dict)  # env_key, environment, test_layout, test_config, baseline, ...
     timings: dict = field(default_factory=dict)  # env_s, baseline_s
 
-    def manifest_entry(self) -> dict:
-        """The manifest entry that reproduces this run (pinned source, the test paths found)."""
-        s = self.spec
-        source, _, sha = s.source.partition("#")  # path: sources stay as the manifest named them
-        entry = {"source": source, "name": s.name, "test_paths": list(s.test_paths),
-                 "pytest_args": list(s.pytest_args), "exclude_tests": list(s.exclude_tests),
-                 "extra_test_requires": list(s.extra_test_requires), "env": dict(s.env)}
-        if self.fetched.pinned.startswith("pypi:") and "#sha256=" in self.fetched.pinned:
-            entry["source"] = self.fetched.pinned.split("#sha256=")[0]
-            entry["sha256"] = self.fetched.pinned.split("#sha256=")[1]
-        return {k: v for k, v in entry.items() if v or k in ("source", "name")}
+
+def python_version(spec: RepoSpec, python: str | None) -> str:
+    return spec.python or python or f"{sys.version_info.major}.{sys.version_info.minor}"
 
 
 def prepare(spec: RepoSpec, fetched: FetchedSource, python: str | None, *, runs: int, timeout_s: float,
-            isolation: Isolation, skip_modules: tuple[str, ...] = ()) -> Prepared:
-    """Environment + test layout + conflicting settings + import check + baseline."""
+            isolation: Isolation, skip_modules: tuple[str, ...] = (), samples_per_repo: int = 0) -> Prepared:
+    """Lock + environment (made from the lock) + test layout + conflicting settings + import check +
+    baseline.  The repository record carries the test paths found and the overriding arguments."""
     t0 = time.monotonic()
-    env = ensure_env(make_spec(spec.name, fetched.source_hash, fetched.root, spec.python or python,
-                               spec.extra_test_requires))
+    version = python_version(spec, python)
+    lock = resolve_lock(spec.name, fetched.source_hash, fetched.root, version, spec.extra_test_requires)
+    env = ensure_environment(draft_record(spec, fetched, version, lock, samples_per_repo))
     env_s = time.monotonic() - t0
     layout = find_tests(fetched.root, tuple(spec.test_paths), repo=spec.name)
     overrides = neutralise(fetched.root, tuple(spec.pytest_args), layout.paths, env.has)
     run_spec = replace(spec, test_paths=layout.paths, pytest_args=(*spec.pytest_args, *overrides.pytest_args))
+    draft = draft_record(run_spec, fetched, version, lock, samples_per_repo)  # same key: the lock decides it
     sources = candidate_files(fetched.root, exclude=layout.paths)
     modules = [m for m in top_level_modules(sources) if m not in skip_modules]
     baseline = run_baseline(spec.name, env, fetched.root, run_spec, modules, runs=runs, timeout_s=timeout_s,
                             isolation=isolation)
-    report = {"env_key": env.key, "environment": {"python": env.python, "freeze": list(env.freeze)},
+    report = {"env_key": env.key, "environment": {"python": version, "lock_lines": len(lock), "freeze": list(env.freeze)},
               "isolation": str(isolation), "test_layout": layout.report(), "test_config": overrides.report,
-              "baseline": baseline.summary()}
+              "baseline": baseline.summary(), "manifest_entry": draft.manifest_entry}
     timings = {"env_s": env_s, "baseline_s": time.monotonic() - t0 - env_s}
-    return Prepared(fetched, env, baseline, isolation, run_spec, report, timings)
+    return Prepared(fetched, env, baseline, isolation, run_spec,
+                    final_record(draft, baseline.test_command, baseline.excluded), report, timings)
 
 
 def coverage_map(prepared: Prepared, data_file: Path, timeout_s: float) -> CoverageMap:

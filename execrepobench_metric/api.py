@@ -16,12 +16,14 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Sequence
 
-from execrepobench_dataset.record import Sample, read_jsonl
+from execrepobench_dataset.load import open_dataset
+from execrepobench_dataset.record import Sample
 
-from .engine import EngineConfig, judge_all
+from .engine import EngineConfig, judge_all, require_opt_in
 from .evidence import default_root
 from .inputs import SELECTIONS, InputError, check_inputs, check_prediction  # noqa: F401  (SELECTIONS: public here)
 from .judge import REASONS, JudgeConfig
+from .prepare import PrepareConfig, ensure_prepared
 from .scoring import edit_similarity, latex_row, summarize
 
 
@@ -41,12 +43,8 @@ class HarnessError(RuntimeError):
 
 
 def _load_samples(dataset: str | Path) -> dict[str, Sample]:
-    path = Path(dataset)
-    if path.is_dir():
-        path = path / "samples.jsonl"
-    if not path.is_file():
-        raise FileNotFoundError(f"dataset {dataset}: no samples file at {path}")
-    return {s.sample_id: s for s in read_jsonl(path)}
+    """A builder output folder, its samples file, a published folder or a Hub dataset id."""
+    return {s.sample_id: s for s in open_dataset(dataset).samples}
 
 
 def resolve_references(references: Sequence[Any], dataset: str | Path | None = None,
@@ -73,10 +71,13 @@ def compute(predictions: Sequence[Any], references: Sequence[Any], *, k: Sequenc
             num_workers: int | None = None, timeout: float = 300.0, test_selection: str = "judged",
             dataset: str | Path | None = None, allow_exec: bool | None = None,
             allow_weak_sandbox: bool = False, journal: str | Path | None = None, use_cache: bool = True,
-            model_name: str = "model", progress: bool = True, keep_artifacts: bool = False,
-            artifacts_dir: str | Path | None = None) -> dict[str, Any]:
+            model_name: str = "model", progress: bool = True, prepare: bool | None = None,
+            keep_artifacts: bool = False, artifacts_dir: str | Path | None = None) -> dict[str, Any]:
     """Judge every completion and score: see `KWARGS_DESCRIPTION` in evaluate_module.py.
 
+    Before anything is judged, every sample's environment must be in this cache: missing ones are
+    prepared from `dataset`'s repository records when `prepare` (default: EXECREPOBENCH_PREPARE=1),
+    else `prepare.EnvironmentsMissing` lists them with the `execrepobench prepare` command.
     Raises `HarnessError` (carrying the full result) when any verdict is `error`."""
     # Every input is checked before anything runs: one InputError names every bad item.
     completions, samples = check_inputs(predictions, references, dataset=dataset, test_selection=test_selection,
@@ -88,6 +89,9 @@ def compute(predictions: Sequence[Any], references: Sequence[Any], *, k: Sequenc
                           keep_artifacts=keep_artifacts, artifacts=artifacts)
     if num_workers is not None:
         config = replace(config, workers=num_workers)
+    require_opt_in(config.allow_exec)  # before anything is prepared or run
+    ensure_prepared(samples, str(dataset) if dataset is not None else None, prepare,
+                    PrepareConfig(workers=config.workers, allow_weak_sandbox=allow_weak_sandbox, progress=progress))
     verdicts, note = judge_all(samples, completions, config)
     passed = [[v.passed for v in row] for row in verdicts]
     result: dict[str, Any] = summarize(samples, passed, completions, ks=tuple(k))

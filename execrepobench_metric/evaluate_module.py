@@ -36,21 +36,25 @@ together with edit similarity (ES), per fill type, per level and per repository.
 
 A completion passes only if every judged test of the sample ran and passed according to pytest's
 junit XML report and pytest finished its session; the exit code or printed text never makes a pass.
-The environments are the ones the ExecRepoBench builder made (`execrepobench build`).
+The environments are made from the dataset's repository records (`execrepobench prepare`).
 """
 
 KWARGS_DESCRIPTION = """
 Args:
     predictions: one completion (str) per sample, or a non-empty list of n completions (str) per sample.
     references: the samples: records (dicts as in the dataset, or `Sample`s), their JSON text, or
-        sample ids (then `dataset` must name the builder output folder or its samples.jsonl).  Each
+        sample ids (then `dataset` names a builder output folder, its samples.jsonl, a published
+        dataset folder or a Hub dataset id).  Each
         record needs every field of the dataset, a `test_command` (our pytest command) and, unless
         test_selection="suite", non-empty `judged_tests`.
     k: list of k for pass@k (default [1]); pass@k is reported for k <= n.
     num_workers: parallel sandboxed runs (default: number of cores).
     timeout: seconds per run (default 300).
     test_selection: "judged" (the sample's judged tests) or "suite" (the whole non-excluded suite).
-    dataset: where to look up sample ids.
+    dataset: where to look up sample ids and repository records (builder folder, published folder, Hub id).
+    prepare: make missing environments first from `dataset`'s repository records (default:
+        EXECREPOBENCH_PREPARE=1); otherwise missing environments raise `EnvironmentsMissing`, which
+        names them and the `execrepobench prepare` command, and nothing is judged.
     allow_exec: must be True (or EXECREPOBENCH_ALLOW_EXEC=1) to run model code at all.
     allow_weak_sandbox: accept running without bubblewrap (rlimits + timeout only); the output says so.
     journal: JSONL file recording each verdict as it lands; re-running with it resumes.
@@ -157,8 +161,10 @@ class ExecRepoBenchMetric(evaluate.Metric):
 
     def _compute(self, predictions, references, k=(1,), num_workers=None, timeout=300.0,
                  test_selection="judged", dataset=None, allow_exec=None, allow_weak_sandbox=False,
-                 journal=None, use_cache=True, model_name="model", keep_artifacts=False, artifacts_dir=None):
+                 journal=None, use_cache=True, model_name="model", prepare=None, keep_artifacts=False,
+                 artifacts_dir=None):
         return compute(predictions, references, k=k, num_workers=num_workers, timeout=timeout,
                        test_selection=test_selection, dataset=dataset, allow_exec=allow_exec,
                        allow_weak_sandbox=allow_weak_sandbox, journal=journal, use_cache=use_cache,
-                       model_name=model_name, keep_artifacts=keep_artifacts, artifacts_dir=artifacts_dir)
+                       model_name=model_name, prepare=prepare, keep_artifacts=keep_artifacts,
+                       artifacts_dir=artifacts_dir)

@@ -8,7 +8,6 @@ Neither the exit code nor anything printed decides a pass.
 """
 from __future__ import annotations
 
-import json
 import os
 import re
 import time
@@ -20,9 +19,9 @@ from pathlib import Path
 
 from execrepobench_dataset.record import Sample
 
+from .environments import find_environment
 from .isolation import Isolation
 from .junit import ERROR, FAILED, PASSED, SKIPPED
-from .layout import env_dir
 from .limits import Limits
 from .pytest_run import PytestInvocation, run_pytest
 
@@ -76,22 +75,6 @@ class JudgeConfig:
     stderr_cap: int = 2000
 
 
-class EnvironmentMissing(RuntimeError):
-    pass
-
-
-@lru_cache(maxsize=256)
-def load_env(env_key: str) -> tuple[str, Path]:
-    """(venv python, project root) of the environment the builder made for `env_key`."""
-    meta = env_dir(env_key) / "env.json"
-    try:
-        data = json.loads(meta.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        raise EnvironmentMissing(f"environment {env_key} not found at {meta}: build it first "
-                                 f"(`execrepobench build` with the manifest that made these samples)") from None
-    return data["python"], Path(data["spec"]["project_root"])
-
-
 def tampering(completion: str, original: str) -> list[str]:
     """Tamper patterns the completion uses and the original file does not."""
     return [name for name, pat in TAMPER_PATTERNS.items()
@@ -129,10 +112,11 @@ def judge(sample: Sample, completion: str, config: JudgeConfig, evidence: Path |
     hits = tampering(completion, original)
     if hits:
         return mk(False, "tampering", detail="uses " + ", ".join(hits))
-    try:
-        python, root = load_env(sample.env_key)
-    except EnvironmentMissing as exc:
-        return mk(False, "error", detail=str(exc))
+    env = find_environment(sample.env_key)
+    if env is None:
+        return mk(False, "error", detail=f"environment {sample.env_key} of {sample.repo_name} not found in this cache: "
+                                         "make it with `execrepobench prepare --dataset DATASET`")
+    python, root = env.python, env.root
     select = judged_tests(sample, config.selection)
     inv = PytestInvocation.from_test_command(
         sample.test_command, python=python, root=root, select=select,

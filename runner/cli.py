@@ -8,6 +8,7 @@ from pathlib import Path
 
 from .cli_data import COMMANDS as DATA_COMMANDS
 from .cli_metric import COMMANDS as METRIC_COMMANDS
+from .cli_prepare import COMMANDS as PREPARE_COMMANDS
 
 HARNESS_ERROR_EXIT = 3  # results were written, but some work failed for the harness's reasons
 
@@ -71,7 +72,11 @@ def build_exit_code(summary: dict) -> int:
 
 
 def _add_evaluate(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--samples", type=Path, required=True, help="samples.jsonl written by `build`")
+    which = p.add_mutually_exclusive_group(required=True)
+    which.add_argument("--samples", type=Path, help="samples.jsonl written by `build`")
+    which.add_argument("--dataset", help="a builder output folder, a published dataset folder, or a Hub dataset id")
+    p.add_argument("--prepare", action="store_true",
+                   help="make missing environments first (from the dataset's repository records; needs --dataset)")
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--predictions", type=Path,
                      help='JSONL, one line per sample: {"sample_id": ..., "completion": str or [str, ...]}')
@@ -93,15 +98,17 @@ def _add_evaluate(p: argparse.ArgumentParser) -> None:
 def _run_evaluate(args: argparse.Namespace) -> int:
     import json
 
-    from execrepobench.builder.verify import null_fill
+    from execrepobench_dataset.load import DatasetNotFound, open_dataset
     from execrepobench_dataset.record import RecordError, read_jsonl
     from execrepobench.runner.report import table, write_error_results, write_results
     from execrepobench_metric.api import HarnessError, InputError, compute
     from execrepobench_metric.engine import ExecutionNotAllowed
+    from execrepobench_metric.fills import null_fill
     from execrepobench_metric.isolation import SandboxUnavailable
+    from execrepobench_metric.prepare import EnvironmentsMissing
 
     try:
-        samples = list(read_jsonl(args.samples))
+        samples = list(read_jsonl(args.samples)) if args.samples else list(open_dataset(args.dataset).samples)
         if args.reference_fill == "ground_truth":
             preds = [s.middle_code for s in samples]
         elif args.reference_fill == "null":
@@ -123,13 +130,14 @@ def _run_evaluate(args: argparse.Namespace) -> int:
         out = compute(preds, samples, k=args.k or [1], num_workers=args.workers, timeout=args.timeout,
                       test_selection=args.test_selection, allow_exec=True if args.allow_exec else None,
                       allow_weak_sandbox=args.allow_weak_sandbox, journal=args.out / "journal.jsonl",
-                      model_name=args.model_name, progress=not args.no_progress,
-                      keep_artifacts=args.keep_artifacts, artifacts_dir=args.out / "artifacts")
+                      model_name=args.model_name, progress=not args.no_progress, dataset=args.dataset,
+                      prepare=True if args.prepare else None, keep_artifacts=args.keep_artifacts,
+                      artifacts_dir=args.out / "artifacts")
     except HarnessError as exc:
         print(write_error_results(args.out, exc.result), file=sys.stderr)
         return HARNESS_ERROR_EXIT
     except (OSError, RecordError, InputError, ExecutionNotAllowed, SandboxUnavailable, KeyError,
-            json.JSONDecodeError) as exc:
+            json.JSONDecodeError, DatasetNotFound, EnvironmentsMissing) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     metrics = write_results(args.out, out, args.model_name)
@@ -177,6 +185,7 @@ def _run_run(args: argparse.Namespace) -> int:
     from execrepobench_metric.api import HarnessError, InputError
     from execrepobench_metric.engine import ExecutionNotAllowed
     from execrepobench_metric.isolation import SandboxUnavailable
+    from execrepobench_metric.prepare import EnvironmentsMissing
 
     options = {key: getattr(args, key) for key in ("temperature", "top_p", "seed", "tensor_parallel_size", "base_url")
                if getattr(args, key) is not None}
@@ -191,7 +200,7 @@ def _run_run(args: argparse.Namespace) -> int:
     except (HarnessError, BuildFailed):  # run() wrote what it could and printed what failed
         return HARNESS_ERROR_EXIT
     except (OSError, ValueError, ImportError, ManifestError, RecordError, InputError, ExecutionNotAllowed,
-            SandboxUnavailable) as exc:
+            SandboxUnavailable, EnvironmentsMissing) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     return 0
@@ -206,6 +215,7 @@ COMMANDS = {
 }
 COMMANDS.update(DATA_COMMANDS)
 COMMANDS.update(METRIC_COMMANDS)
+COMMANDS.update(PREPARE_COMMANDS)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -9,6 +9,7 @@ import pytest
 from conftest import make_sample
 from execrepobench_dataset.record import read_jsonl, write_jsonl
 from execrepobench_metric import api
+from execrepobench_metric.environments import find_environment
 from execrepobench_metric.judge import JudgeConfig, judge
 from execrepobench_metric.isolation import Isolation, SandboxUnavailable, decide_isolation
 
@@ -74,8 +75,7 @@ def test_weak_mode_only_when_accepted(two_samples, monkeypatch):
     mode, note = decide_isolation(allow_weak=True)
     assert mode is Isolation.WEAK and "WEAK SANDBOX" in note
     clamp = two_samples[0]
-    root = Path(api.resolve_references([clamp])[0].env_key and __import__(
-        "execrepobench_metric.judge", fromlist=["load_env"]).load_env(clamp.env_key)[1])
+    root = find_environment(clamp.env_key).root
     before = (root / clamp.file_name).read_text()
     weak = JudgeConfig(isolation=Isolation.WEAK, timeout_s=60)
     assert judge(clamp, clamp.middle_code, weak).passed
@@ -106,9 +106,7 @@ def test_real_pypi_repo_judges_the_completed_file(tmp_path, cache_dir):
     assert out["pass@1"] == 100.0, [d for d in out["details"] if not d["passed"]]
     # Mask the first import of the package's __init__: a broken fill breaks every test's import.
     init = next(s for s in samples)  # any sample gives the env and test command
-    from execrepobench_metric.judge import load_env
-
-    root = load_env(init.env_key)[1]
+    root = find_environment(init.env_key).root
     text_init = (root / "src/isodate/__init__.py").read_text()
     line = next(ln for ln in text_init.splitlines() if ln.startswith("from isodate."))
     start = text_init.index(line)

@@ -1,7 +1,6 @@
 """Real-world test configurations and layouts: the builder neutralises the repository's conflicting
 coverage / pytest settings and finds tests that pytest's defaults miss, without editing the repo."""
-import json
-from pathlib import Path
+import tomllib
 
 import pytest
 
@@ -10,6 +9,8 @@ from execrepobench.builder.manifest import parse_manifest
 from execrepobench.builder.testconfig import coverage_settings, filter_addopts, neutralise, pytest_config
 from execrepobench.builder.testlayout import NoTestsFound, find_tests
 from execrepobench_dataset.record import read_jsonl
+from execrepobench_dataset.repo_record import read_repo_records
+from execrepobench_metric.environments import find_environment
 from fixture_repos import TESTS, UNITTEST, write_repo
 
 
@@ -71,6 +72,11 @@ def test_find_tests_beyond_pytests_defaults(tmp_path):
         find_tests(root, repo="pe")
 
 
+def _entry(rep: dict) -> dict:
+    """The manifest entry the build reports for a repository (TOML text), as a table."""
+    return tomllib.loads(rep["manifest_entry"])["repo"][0]
+
+
 def _build(tmp_path, repos: dict, **kw):
     text = "[defaults]\nsamples_per_repo = 2\n" + "".join(
         f'[[repo]]\nsource = "path:{root}"\nname = "{name}"\n' for name, root in repos.items())
@@ -100,15 +106,17 @@ def test_conflicting_settings_and_hidden_tests_build(tmp_path):
     assert cfg["addopts"]["removed"] == ["--cov=settingsrepo", "--cov-report=term", "--cov-fail-under=100", "-x"]
     assert cfg["coverage_settings_ignored"][".coveragerc"] == ["data_file", "fail_under", "parallel", "source"]
     assert repos["roottests"]["test_layout"] == {"test_paths": ["tests.py"], "found_by": "search"}
-    assert repos["roottests"]["manifest_entry"]["test_paths"] == ["tests.py"]
-    assert repos["folderrepo"]["manifest_entry"]["test_paths"] == ["tests/arith.py"]
+    assert _entry(repos["roottests"])["test_paths"] == ["tests.py"]
+    assert _entry(repos["folderrepo"])["test_paths"] == ["tests/arith.py"]
+    records = {r.repo_name: r for r in read_repo_records(out / "repositories.jsonl")}
+    assert records["roottests"].test_paths == ("tests.py",)
+    assert records["settingsrepo"].pytest_args == ("-o", "addopts=-ra")  # the override travels with the record
     assert repos["roottests"]["baseline"]["passing"] == 3
     samples = list(read_jsonl(out / "samples.jsonl"))
     assert {s.repo_name for s in samples} == set(repos)
     assert not any(s.file_name in ("tests.py", "tests/arith.py") for s in samples)  # tests are never masked
     assert all(s.judged_tests for s in samples)
-    env = json.loads((Path(repos["settingsrepo"]["environment"]["python"]).parents[2] / "env.json").read_text())
-    tree = Path(env["spec"]["project_root"])  # the snapshot the runs saw: nothing was written into it
+    tree = find_environment(repos["settingsrepo"]["env_key"]).root  # the snapshot the runs saw: never written
     assert (tree / ".coveragerc").is_file() and not (tree / ".covdata").exists()
     assert not [p for p in tree.glob(".coverage*") if p.name != ".coveragerc"]
     md = (out / "build_report.md").read_text()
@@ -139,6 +147,6 @@ def test_real_pypi_repos_with_parallel_coverage_and_root_tests_py(tmp_path):
         repos["python-slugify"]["test_config"]["coverage_settings_ignored"]["pyproject.toml"])
     assert "parallel" in repos["sqlparse"]["test_config"]["coverage_settings_ignored"]["pyproject.toml"]
     assert repos["jsonpointer"]["test_layout"] == {"test_paths": ["tests.py"], "found_by": "search"}
-    assert repos["jsonpointer"]["manifest_entry"]["test_paths"] == ["tests.py"]
+    assert _entry(repos["jsonpointer"])["test_paths"] == ["tests.py"]
     assert repos["jsonpointer"]["baseline"]["passing"] >= 20
     assert all(s.file_name != "tests.py" for s in read_jsonl(out / "samples.jsonl"))
