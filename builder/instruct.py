@@ -29,10 +29,9 @@ from execrepobench_dataset.instruct_record import SYSTEM_PROMPT, InstructRecord,
 from execrepobench_dataset.record import ContextFile, make_sample_id, read_jsonl
 from execrepobench_dataset.version import __version__
 
-from .build import read_pool
-from .context import RepoContextIndex
+from .build import MaskedRepo, error_entry, mask_repository
 from .manifest import Manifest, RepoSpec
-from .masking import MaskConfig, candidate_files, sample_masks, split
+from .masking import MaskConfig, split
 from .sources import FetchedSource, SourceError, fetch
 
 # The user message, as data.  Layout (``<...>`` are the placeholders):
@@ -99,19 +98,11 @@ def render_user(context: list[ContextFile], prefix: str, suffix: str, budget_cha
 
 
 def instruct_records(spec: RepoSpec, fetched: FetchedSource, seed: int, mask: MaskConfig, budget_chars: int,
-                     report: Optional[dict] = None) -> Iterator[InstructRecord]:
-    """Mask the repository like the benchmark does and yield one chat record per mask (mask order).
-
-    When `report` is given, the masking statistics are stored in it before the first record.
-    """
-    root = fetched.root
-    files = candidate_files(root)
-    raw = {f: (root / f).read_bytes() for f in files}
-    result = sample_masks(raw, mask, seed, spec.name)
-    index = RepoContextIndex(read_pool(root))
-    if report is not None:
-        report.update({"files": len(files), "skipped_files": result.skipped_files,
-                       "mask_dropped": dict(sorted(result.dropped.items())), "shortfall": result.shortfall})
+                     masked: Optional[MaskedRepo] = None) -> Iterator[InstructRecord]:
+    """Mask the repository like the benchmark does (or take `masked`, already done) and yield one
+    chat record per mask (mask order)."""
+    masked = masked or mask_repository(spec.name, fetched.root, seed, mask)
+    raw, result, index = masked.raw, masked.result, masked.index
     for m in result.masks:
         prefix, middle, suffix = split(raw[m.file_name], m)
         context = index.rank(m.file_name, prefix, suffix)
@@ -252,7 +243,9 @@ def build_instruct(manifest: Manifest, out: Path, *, benchmark_samples: Optional
                     rep.update(status="refused", reason=reason)
                 else:
                     repo_mask = replace(base_mask, samples_per_repo=manifest.samples_for(spec))
-                    for rec in instruct_records(spec, fetched, manifest.seed, repo_mask, budget_chars, rep):
+                    masked = mask_repository(spec.name, fetched.root, manifest.seed, repo_mask)
+                    rep.update(masked.stats())
+                    for rec in instruct_records(spec, fetched, manifest.seed, repo_mask, budget_chars, masked):
                         if bench.contaminated(rec):
                             rep["dropped_contaminated"] += 1
                             continue
@@ -262,9 +255,9 @@ def build_instruct(manifest: Manifest, out: Path, *, benchmark_samples: Optional
                         rep["records"] += 1
                         rbar.update(1)
                     rep["status"] = "ok" if rep["records"] else "empty"
-            except (SourceError, OSError, ValueError) as exc:  # a repo's failure never ends the build
+            except Exception as exc:  # noqa: BLE001 - a repo's failure never ends the build
                 # (records it already streamed stay, and are counted in its entry)
-                rep["reason"] = f"{type(exc).__name__}: {exc}" if not isinstance(exc, SourceError) else str(exc)
+                rep.update(status="error", **error_entry(exc, expected=(SourceError,)))
             rep.update(per_fill_type=dict(sorted(fills.items())), time_s=round(time.monotonic() - t0, 2))
             repos.append(rep)
             if rep["status"] in ("error", "refused"):

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from execrepobench.builder import sources
+from execrepobench_metric import sources
 from execrepobench.builder.manifest import RepoSpec, default_manifest_path, load_manifest
 from execrepobench.builder.sources import FetchedSource, SourceError, fetch, safe_extract, tree_hash
 from execrepobench_metric.layout import CACHE_ENV_VAR, downloads_dir, sources_dir
@@ -101,7 +101,7 @@ def test_path_source_git_work_tree(tmp_path: Path, tmp_cache: Path) -> None:
     (work / "untracked.py").write_text("Y = 1\n")
     first = fetch(spec)
     assert first.version == "local"
-    assert first.pinned == f"path:{work}#tree={first.source_hash}"
+    assert first.pinned == f"path:proj#tree={first.source_hash}"  # no folder of this machine in the pin
     # the build works on a snapshot of the tracked files in the cache; the checkout is untouched
     assert first.root != work and first.root.is_relative_to(tmp_cache)
     assert (first.root / "pkg" / "mod.py").read_text() == "X = 1\n"
@@ -196,12 +196,9 @@ offline = pytest.mark.skipif(os.environ.get("EXECREPOBENCH_OFFLINE") == "1", rea
 
 
 @pytest.fixture(scope="session")
-def persistent_cache() -> Path:
-    """A cache that survives test runs (so reruns reuse the download): $EXECREPOBENCH_CACHE or ~/.cache."""
-    root = Path(os.environ.get(CACHE_ENV_VAR) or Path.home() / ".cache" / "execrepobench").expanduser()
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv(CACHE_ENV_VAR, str(root))
-        yield root
+def persistent_cache(cache_dir) -> Path:
+    """The session's private cache (conftest): downloads are shared by the tests of one run."""
+    return cache_dir
 
 
 @pytest.fixture(scope="session")
@@ -210,6 +207,7 @@ def schema_spec() -> RepoSpec:
 
 
 @offline
+@pytest.mark.pypi
 def test_pypi_fetch_real_sdist(persistent_cache: Path, schema_spec: RepoSpec, monkeypatch) -> None:
     assert schema_spec.source == "pypi:schema==0.7.8" and schema_spec.sha256
     got = fetch(schema_spec)
@@ -231,6 +229,7 @@ def test_pypi_fetch_real_sdist(persistent_cache: Path, schema_spec: RepoSpec, mo
 
 
 @offline
+@pytest.mark.pypi
 def test_pypi_wrong_sha256(persistent_cache: Path, schema_spec: RepoSpec) -> None:
     fetch(schema_spec)  # make sure the download is there
     wrong = "0" * 64
@@ -243,6 +242,7 @@ def test_pypi_wrong_sha256(persistent_cache: Path, schema_spec: RepoSpec) -> Non
 
 
 @offline
+@pytest.mark.pypi
 def test_pypi_unknown_version(persistent_cache: Path) -> None:
     with pytest.raises(SourceError) as info:
         fetch(RepoSpec(name="schema-missing", source="pypi:schema==0.0.0.999"))
