@@ -31,6 +31,7 @@ from .lock import EnvError
 from .manifest import Manifest, RepoSpec
 from .masking import MaskConfig, candidate_files, sample_masks, split
 from .prepare import coverage_map, prepare
+from .records import with_files
 from .selection import CoverageMap, ImportGraph
 from .sources import SourceError, fetch
 from .verify import verify_report, verify_samples, with_selection
@@ -98,11 +99,12 @@ def make_samples(name: str, pinned: str, root: Path, env_key: str, seed: int, ma
     for m in result.masks:
         prefix, middle, suffix = split(raw[m.file_name], m)
         fill = m.fill_type
+        paths, scores = index.ranked_paths(m.file_name, prefix, suffix)  # by reference: code is in the record
         samples.append(Sample(
             sample_id=make_sample_id(pinned, m.file_name, prefix, middle, suffix, fill),
             repo_name=name, repo_source=pinned, file_name=m.file_name,
             prefix_code=prefix, middle_code=middle, suffix_code=suffix,
-            context_code=tuple(index.rank(m.file_name, prefix, suffix)),
+            context_code=(), context_paths=paths, context_scores=scores,
             fill_type=fill, node_type=m.node_type,
             middle_start_byte=m.start_byte, middle_end_byte=m.end_byte,
             env_key=env_key, seed=seed, builder_version=__version__,
@@ -166,9 +168,9 @@ def build_repo(spec: RepoSpec, config: BuildConfig) -> tuple[list[Sample], dict,
         prepared = prepare(spec, fetched, config.manifest.python, runs=config.baseline_runs,
                            timeout_s=config.baseline_timeout_s, report=report, timings=timings,
                            samples_per_repo=mask.samples_per_repo)
-        record = prepared.record
         env, baseline, sandbox = prepared.env, prepared.baseline, prepared.sandbox
         pool = read_pool(fetched.root)
+        record = with_files(prepared.record, pool)  # the context pool, stored once per repository
         wanted = mask.samples_per_repo
         masking = replace(mask, samples_per_repo=wanted * (config.oversample if config.verify else 1))
         samples = make_samples(spec.name, fetched.pinned, fetched.root, env.key, config.manifest.seed, masking,

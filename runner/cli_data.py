@@ -18,7 +18,7 @@ def add_instruct(p: argparse.ArgumentParser) -> None:
 
 
 def run_instruct(args: argparse.Namespace) -> int:
-    from execrepobench.builder.instruct import build_instruct
+    from execrepobench.builder.instruct_build import build_instruct
     from execrepobench.builder.manifest import ManifestError, instruct_manifest_path, load_manifest
 
     if args.benchmark_samples is None:
