@@ -15,12 +15,13 @@ import time
 from collections import Counter
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
-from typing import Mapping
+from typing import Callable, Mapping
 
 from tqdm import tqdm
 
 from execrepobench_dataset.record import Sample, make_sample_id, read_jsonl, write_jsonl
 from execrepobench_dataset.repo_record import RepoRecord, read_repo_records, write_repo_records
+from execrepobench_dataset.stats import compute_statistics
 from execrepobench_dataset.version import __version__
 from execrepobench_metric.judge import JudgeConfig
 from execrepobench_metric.sandbox import WEAK
@@ -30,6 +31,7 @@ from .context import RepoContextIndex
 from .lock import EnvError
 from .manifest import Manifest, RepoSpec
 from .masking import MaskConfig, candidate_files, sample_masks, split
+from .mix import MIX_NAME, level_mask, level_quotas, verify_to_quotas
 from .prepare import coverage_map, prepare
 from .records import with_files
 from .selection import CoverageMap, ImportGraph
@@ -75,7 +77,7 @@ def _inputs_hash(spec: RepoSpec, config: BuildConfig, mask: MaskConfig) -> str:
     data = {"spec": asdict(spec), "seed": config.manifest.seed, "mask": mask_fields,
             "baseline_runs": config.baseline_runs, "builder": __version__, "verify": config.verify,
             "oversample": config.oversample, "gt_runs": config.gt_runs,
-            "selection_floor": dict(config.selection_floor)}
+            "selection_floor": dict(config.selection_floor), "mix": MIX_NAME}
     encode = lambda o: dict(o) if isinstance(o, Mapping) else str(o)  # noqa: E731
     return hashlib.sha256(json.dumps(data, sort_keys=True, default=encode).encode()).hexdigest()[:20]
 
@@ -125,24 +127,27 @@ def read_pool(root: Path) -> dict[str, str]:
 
 
 def verify_repo(samples: list[Sample], wanted: int, baseline: Baseline, cov: CoverageMap, pool: dict[str, str],
-                config: BuildConfig, sandbox: str | None, name: str) -> tuple[list[Sample], dict]:
-    """Select tests for each candidate, then verify candidates in a fixed, kind-mixed order (by
-    content hash) until `wanted` are kept; kept samples return in masking order."""
-    selected = with_selection(samples, cov, ImportGraph(pool), baseline.passing, config.selection_floor)
-    order = sorted(selected, key=lambda s: s.sample_id)
+                config: BuildConfig, sandbox: str | None, name: str,
+                more: Callable[[dict[str, int], int], list[Sample]] | None = None) -> tuple[list[Sample], dict]:
+    """Select tests for each candidate, then verify candidates level by level until the repository's
+    per-level quotas (the paper's mix, builder/mix.py) are kept; `more(needs, round)` masks extra
+    candidates for a level that runs out.  Kept samples return in candidate order."""
+    graph = ImportGraph(pool)
+
+    def select(candidates: list[Sample]) -> list[Sample]:
+        return with_selection(candidates, cov, graph, baseline.passing, config.selection_floor)
+
     jconf = JudgeConfig(sandbox=sandbox or WEAK, timeout_s=config.judge_timeout_s)
-    outcomes = []
-    batch = max(2, 2 * config.workers)
-    for i in range(0, len(order), batch):
-        outcomes += verify_samples(order[i:i + batch], jconf, workers=config.workers, gt_runs=config.gt_runs,
-                                   progress=config.progress, label=f"verify {name}")
-        if sum(o.kept for o in outcomes) >= wanted:
-            break
-    kept_ids = {o.sample.sample_id for o in outcomes if o.kept}
-    kept_ids = set(sorted(kept_ids)[:wanted]) if len(kept_ids) > wanted else kept_ids
-    final = [s for s in selected if s.sample_id in kept_ids]
+
+    def verify(batch: list[Sample]) -> list:
+        return verify_samples(batch, jconf, workers=config.workers, gt_runs=config.gt_runs,
+                              progress=config.progress, label=f"verify {name}")
+
+    quotas = level_quotas(wanted, f"{config.manifest.seed}:{name}")
+    mixed = verify_to_quotas(select(samples), quotas, verify, batch=max(2, 2 * config.workers),
+                             more=(lambda needs, round_: select(more(needs, round_))) if more else None)
     suite_s = statistics.median(baseline.durations_s) if baseline.durations_s else 0.0
-    return final, verify_report(outcomes, final, len(baseline.passing), suite_s)
+    return mixed.kept, {**verify_report(mixed.outcomes, mixed.kept, len(baseline.passing), suite_s), **mixed.report}
 
 
 def build_repo(spec: RepoSpec, config: BuildConfig) -> tuple[list[Sample], dict, RepoRecord | None]:
@@ -179,7 +184,12 @@ def build_repo(spec: RepoSpec, config: BuildConfig) -> tuple[list[Sample], dict,
         if config.verify:
             cov = coverage_map(prepared, spec, folder / "coverage.sqlite", config.baseline_timeout_s)
             timings["coverage_s"] = time.monotonic() - t0 - sum(timings.values())
-            samples, vreport = verify_repo(samples, wanted, baseline, cov, pool, config, sandbox, spec.name)
+            def more(needs: dict[str, int], round_: int) -> list[Sample]:  # extra candidates of short levels
+                return [s for level, n in needs.items() for s in make_samples(
+                    spec.name, fetched.pinned, fetched.root, env.key, config.manifest.seed,
+                    level_mask(masking, level, max(12, 6 * n) * (round_ + 1)), baseline, tuple(spec.exclude_tests),
+                    {}, pool)]
+            samples, vreport = verify_repo(samples, wanted, baseline, cov, pool, config, sandbox, spec.name, more)
             report.update(vreport)
             report["samples"] = len(samples)
             report["per_fill_type"] = dict(sorted(Counter(s.fill_type for s in samples).items()))
@@ -232,5 +242,5 @@ def build(config: BuildConfig) -> dict:
     write_repo_records(records, config.out / "repositories.jsonl.tmp")
     os.replace(config.out / "repositories.jsonl.tmp", config.out / "repositories.jsonl")
     summary = summarize(reports, config.manifest, fingerprint)
-    write_report(summary, config.out)
+    write_report(summary, config.out, compute_statistics(samples, records, summary))
     return summary
