@@ -85,7 +85,10 @@ def render_user(context: list[ContextFile], prefix: str, suffix: str, budget_cha
 
 def instruct_records(spec: RepoSpec, fetched: FetchedSource, seed: int, mask: MaskConfig, budget_chars: int,
                      report: Optional[dict] = None) -> Iterator[InstructRecord]:
-    """Mask the repository like the benchmark does and yield one chat record per mask (mask order).
+    """Mask the repository like the benchmark does and yield one chat record per mask, grouped by masked file
+    (mask order within a file): each file's BM25 index (the corpus without it) is built once and only a few
+    are kept, so memory stays that of one repository's files (a BM25 index of a 2,800-file repository is
+    ~15 MiB).
 
     When `report` is given, the masking statistics are stored in it before the first record.
     """
@@ -93,11 +96,11 @@ def instruct_records(spec: RepoSpec, fetched: FetchedSource, seed: int, mask: Ma
     files = candidate_files(root)
     raw = {f: (root / f).read_bytes() for f in files}
     result = sample_masks(raw, mask, seed, spec.name)
-    index = RepoContextIndex(read_pool(root))
+    index = RepoContextIndex(read_pool(root), cache_size=2)
     if report is not None:
         report.update({"files": len(files), "skipped_files": result.skipped_files,
                        "mask_dropped": dict(sorted(result.dropped.items())), "shortfall": result.shortfall})
-    for m in result.masks:
+    for m in sorted(result.masks, key=lambda m: m.file_name):  # stable: mask order within a file
         prefix, middle, suffix = split(raw[m.file_name], m)
         context = index.rank(m.file_name, prefix, suffix)
         yield InstructRecord(
