@@ -33,6 +33,7 @@ from .manifest import Manifest
 TARGETS = {"samples": 1200, "repositories": 50, "instruct_records": 10_000}
 STAGES = ("build", "instruct", "publish")
 STATE_FILE = ".release_state.json"  # beside the stage folders: the inputs hash of the published folder
+STATE_VERSION = 2  # bump when the publish stage's summary changes shape
 
 
 @dataclass(frozen=True)
@@ -69,7 +70,8 @@ def _publish_inputs(config: ReleaseConfig) -> str:
     """A hash of the data publish reads (the reports only add statistics of the same data) and its options."""
     parts = [_file_hash(config.out / "build" / name) for name in ("samples.jsonl", "repositories.jsonl")]
     parts.append(_file_hash(config.out / "instruct" / "instruct.jsonl"))
-    parts += [config.context, config.license, config.tokenizer_name or "", repr(config.count_tokens is None)]
+    parts += [config.context, config.license, config.tokenizer_name or "", repr(config.count_tokens is None),
+              f"state {STATE_VERSION}", f"materialised {config.compare_materialised}"]
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()
 
 
@@ -120,7 +122,10 @@ def _stage_publish(config: ReleaseConfig) -> dict:
               "charts": summary["charts"]}
     if config.compare_materialised and config.context != "materialised":
         other = config.out / "dataset-materialised"
-        result["materialised_bytes"] = _publish_once(config, other, "materialised")["bytes"]
+        materialised = _publish_once(config, other, "materialised")
+        result["materialised_bytes"] = materialised["bytes"]
+        result["materialised_configs"] = {n: {"bytes": c["bytes"], "arrow_bytes": c["arrow_bytes"]}
+                                          for n, c in materialised["configs"].items()}
         shutil.rmtree(other, ignore_errors=True)
     tmp = state_path.with_name(state_path.name + ".tmp")
     tmp.write_text(json.dumps({"inputs": key, "summary": result}, indent=1, sort_keys=True), encoding="utf-8")
@@ -149,7 +154,9 @@ def release(config: ReleaseConfig) -> dict:
                          "samples_jsonl": stages["build"]["samples_fingerprint"]},
         "sizes": {"dataset_bytes": stages["publish"]["bytes"],
                   "configs_bytes": {n: c["bytes"] for n, c in stages["publish"]["configs"].items()},
+                  "configs_arrow_bytes": {n: c["arrow_bytes"] for n, c in stages["publish"]["configs"].items()},
                   "materialised_dataset_bytes": stages["publish"].get("materialised_bytes"),
+                  "materialised_configs": stages["publish"].get("materialised_configs"),
                   "build_bytes": stages["build"]["bytes"], "instruct_bytes": stages["instruct"]["bytes"]},
         "time_s": {**times, "total": round(sum(times.values()), 1)},
         "targets": {f"{name} >= {n}": counts[name] >= n for name, n in TARGETS.items()}

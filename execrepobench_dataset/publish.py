@@ -152,7 +152,7 @@ def publish(samples_dir: Path, out_dir: Path, *, instruct_dir: Path | None = Non
             infos[name] = DatasetInfo(features=feats, splits=splits, download_size=size, dataset_size=num_bytes)
             configs.append({"config_name": name, "data_files": [{"split": split, "path": f"data/{name}/*.parquet"}],
                             **({"default": True} if name == SAMPLES_CONFIG else {})})
-            summary["configs"][name] = {"split": split, "num_examples": count, "bytes": size,
+            summary["configs"][name] = {"split": split, "num_examples": count, "bytes": size, "arrow_bytes": num_bytes,
                                         "files": sorted(p.name for p in folder.iterdir())}
         charts = write_charts(stats, tmp / CHARTS_DIR)
         meta = {"pretty_name": "ExecRepoBench", "license": license, "task_categories": ["text-generation"],

@@ -146,9 +146,11 @@ def test_round_trip_load_dataset_gives_back_the_published_records(published, off
 
     folder, summary = published
     shards = folder / "data" / "exec_repo_bench"
+    arrow = summary["configs"]["exec_repo_bench"].pop("arrow_bytes")
     assert summary["configs"]["exec_repo_bench"] == {
         "split": "test", "num_examples": 5, "bytes": sum(p.stat().st_size for p in shards.iterdir()),
         "files": [f"test-0000{i}-of-00003.parquet" for i in range(3)]}
+    assert 0 < arrow == card_meta(folder)["dataset_info"][0]["dataset_size"]
     assert summary["configs"]["repo_instruct"]["files"] == ["train-00000-of-00002.parquet",
                                                             "train-00001-of-00002.parquet"]
     ds = datasets.load_dataset(str(folder), "exec_repo_bench", split="test", cache_dir=str(offline / "c"))
