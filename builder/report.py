@@ -8,7 +8,7 @@ from pathlib import Path
 
 from execrepobench_dataset import figures
 from execrepobench_dataset.record import FILL_TYPES
-from execrepobench_dataset.stats import Statistics, level_counts, mix_within_tolerance
+from execrepobench_dataset.stats import Statistics, level_counts, mix_rows, mix_within_tolerance
 from execrepobench_dataset.version import __version__
 
 from .manifest import Manifest
@@ -72,6 +72,10 @@ def markdown(summary: dict) -> str:
     t = summary["totals"]
     lines += ["", f"**{t['samples']} samples** from {t['repos_ok']}/{t['repos']} repositories; "
               f"{t['candidates']} candidates, dropped by filter: {t['dropped']}"]
+    if t["samples"]:
+        lines += ["", "Mix per level, this build (paper): " + ", ".join(
+            f"{row[0]} {row[2]}% ({row[4]}%)" for row in mix_rows(t["per_fill_type"]))
+            + (" - within" if t.get("mix_within_tolerance") else " - NOT within") + " 5 percentage points"]
     if t.get("short_levels"):
         lines += ["", f"Levels kept short of their quota (their slots went to other levels): {t['short_levels']}"]
     verified = [r for r in summary["repos"] if "verify_candidates" in r]

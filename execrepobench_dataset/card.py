@@ -134,7 +134,8 @@ def human_bytes(n: int) -> str:
     return f"{n / 2**20:.1f} MiB" if n >= 2**20 else f"{n / 2**10:.1f} KiB"
 
 
-def _context_section(context: str, sizes: dict) -> list[str]:
+def _context_section(context: str, sizes: dict, inline: int | None) -> list[str]:
+    """How the context is stored, the size per config and (`inline`) the bytes of context code materialised."""
     mib = {name: human_bytes(info.get("bytes", 0)) for name, info in sizes.items()}
     form = ("by reference: `context_code` is empty, `context_paths` (+ `context_scores`) name the files, whose code "
             "is stored once per repository in the `repositories` config (field `files`)" if context == "reference"
@@ -144,7 +145,13 @@ def _context_section(context: str, sizes: dict) -> list[str]:
             f"first) is stored {form}. `execrepobench_dataset.ranked_context(sample, files)` (or "
             "`load_samples(..., materialise_context=True)`) gives the context files in either form; "
             "`execrepobench run` does it for you.", "",
-            "Parquet size per config: " + ", ".join(f"`{n}` {v}" for n, v in mib.items()) + ".", ""]
+            "Parquet size per config: " + ", ".join(f"`{n}` {v}" for n, v in mib.items()) + ".", *(
+                [f"Context code inside the samples: {human_bytes(inline)} of text here; by reference the samples "
+                 "would not carry it (each repository's files are stored once instead)." if context != "reference"
+                 else f"Materialised in every sample (as the official release stores it), the samples' context would "
+                 f"add {human_bytes(inline)} of text to the `exec_repo_bench` rows (Arrow size "
+                 f"{human_bytes(sizes.get('exec_repo_bench', {}).get('arrow_bytes', 0))} by reference).", ""]
+                if inline is not None else [])]
 
 
 def _instruct_section(instruct: dict, instruct_report: dict | None) -> list[str]:
@@ -177,7 +184,7 @@ def _instruct_section(instruct: dict, instruct_report: dict | None) -> list[str]
 
 def render_card(meta: dict, report: dict, samples: list[dict], records: list[RepoRecord], fingerprint: str,
                 instruct: dict | None, instruct_report: dict | None, statistics: list[str], sizes: dict,
-                context: str = "reference") -> str:
+                context: str = "reference", inline_context_bytes: int | None = None) -> str:
     """The card: `instruct` is {records, repos, per_fill_type} of the published corpus (None without one);
     `statistics` the Markdown of `figures.markdown`; `sizes` the summary's configs (bytes per config)."""
     import yaml
@@ -192,7 +199,7 @@ def render_card(meta: dict, report: dict, samples: list[dict], records: list[Rep
              *_intro(report, configs, fingerprint, verified), *_requirements(records),
              *table(["repository", "pinned source", "license", "python", "env key", "samples", "get the code"],
                     repository_rows(records, report, samples)),
-             *_context_section(context, sizes),
+             *_context_section(context, sizes, inline_context_bytes),
              "## Fields", "", *table(["field", "meaning"], [[f"`{n}`", FIELD_DOCS.get(n, "see record.py")]
                                                            for n in features()]),
              "Config `repositories`:", "",

@@ -69,6 +69,13 @@ def _write_instruct(path: Path, folder: Path, shard_rows: int) -> tuple[int, int
         "records": writer.rows, "repos": len(repos), "per_fill_type": dict(fills)}
 
 
+def context_code_bytes(samples: list[Sample], records: list[RepoRecord]) -> int:
+    """UTF-8 bytes of the context code the samples would carry materialised (paths and code of every ranked file)."""
+    sizes = {r.repo_name: {f.path: len(f.path.encode()) + len(f.code.encode()) for f in r.files} for r in records}
+    return sum(sum(len(c.path.encode()) + len(c.code.encode()) for c in s.context_code) if s.context_code
+               else sum(sizes[s.repo_name][p] for p in s.context_paths) for s in samples)
+
+
 def _inputs(samples_dir: Path, context: str) -> tuple[Path, list[dict], list[RepoRecord], dict]:
     """(samples file, sample rows sorted by id, repository records, build report), all checked."""
     if context not in CONTEXT_FORMS:
@@ -159,8 +166,11 @@ def publish(samples_dir: Path, out_dir: Path, *, instruct_dir: Path | None = Non
                 "tags": TAGS, "size_categories": [next((c for limit, c in SIZE_CATEGORIES if len(samples) < limit),
                                                        "1M<n<10M")], "configs": configs}
         DatasetInfosDict(infos).to_dataset_card_data(meta)  # `dataset_info:` exactly as `datasets` writes it
+        inline = context_code_bytes(sample_records, records)
         card = render_card(meta, report, samples, records, fingerprint, instruct, instruct_report,
-                           figures.markdown(stats, charts, CHARTS_DIR), sizes=summary["configs"], context=context)
+                           figures.markdown(stats, charts, CHARTS_DIR), sizes=summary["configs"], context=context,
+                           inline_context_bytes=inline)
+        summary["materialised_context_bytes"] = inline
         (tmp / "README.md").write_text(card, encoding="utf-8")
         summary["charts"] = [f"{CHARTS_DIR}/{c}" for c in charts.values()]
         summary["bytes"] = sum(p.stat().st_size for p in tmp.rglob("*") if p.is_file())

@@ -168,6 +168,9 @@ def test_materialised_publication_is_self_contained_and_larger(tmp_path, offline
     assert all(s.context_code == ranked_context(by_reference(s), RECORD) for s in rows)
     card = (tmp_path / "mat" / "README.md").read_text(encoding="utf-8")
     assert "stored materialised" in card and "stored by reference" in (tmp_path / "ref" / "README.md").read_text()
+    inline = sum(len(p.encode()) + len(FILES[p].encode()) for s in SAMPLES for p in s.context_paths)
+    assert ref["materialised_context_bytes"] == mat["materialised_context_bytes"] == inline
+    assert f"add {inline / 1024:.1f} KiB of text" in (tmp_path / "ref" / "README.md").read_text()
 
 
 def test_publish_refuses_a_context_path_the_repository_lacks(tmp_path):
