@@ -177,6 +177,13 @@ class RepoContextIndex:
         self._cache_size = max(1, cache_size)
         self.stats = {"files_tokenized": len(self.paths), "bm25_built": 0, "bm25_cache_hits": 0, "queries": 0}
 
+    def limit_cache(self, size: int) -> None:
+        """Keep at most `size` BM25 indexes (each is a copy of the corpus statistics; a few suffice when the
+        queries come grouped by file)."""
+        self._cache_size = max(1, size)
+        while len(self._cache) > self._cache_size:
+            self._cache.popitem(last=False)
+
     def _bm25(self, file_name: str) -> tuple[list[str], BM25Okapi | None]:
         if file_name in self._cache:
             self._cache.move_to_end(file_name)

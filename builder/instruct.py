@@ -20,10 +20,9 @@ from execrepobench_dataset.instruct_record import SYSTEM_PROMPT, InstructRecord,
 from execrepobench_dataset.record import ContextFile, make_sample_id, read_jsonl
 from execrepobench_dataset.version import __version__
 
-from .build import read_pool
-from .context import RepoContextIndex
+from .build import MaskedRepo, mask_repository
 from .manifest import RepoSpec
-from .masking import MaskConfig, candidate_files, sample_masks, split
+from .masking import MaskConfig, split
 from .sources import FetchedSource
 
 # The user message, as data.  Layout (``<...>`` are the placeholders):
@@ -84,22 +83,14 @@ def render_user(context: list[ContextFile], prefix: str, suffix: str, budget_cha
 
 
 def instruct_records(spec: RepoSpec, fetched: FetchedSource, seed: int, mask: MaskConfig, budget_chars: int,
-                     report: Optional[dict] = None) -> Iterator[InstructRecord]:
-    """Mask the repository like the benchmark does and yield one chat record per mask, grouped by masked file
-    (mask order within a file): each file's BM25 index (the corpus without it) is built once and only a few
-    are kept, so memory stays that of one repository's files (a BM25 index of a 2,800-file repository is
-    ~15 MiB).
-
-    When `report` is given, the masking statistics are stored in it before the first record.
-    """
-    root = fetched.root
-    files = candidate_files(root)
-    raw = {f: (root / f).read_bytes() for f in files}
-    result = sample_masks(raw, mask, seed, spec.name)
-    index = RepoContextIndex(read_pool(root), cache_size=2)
-    if report is not None:
-        report.update({"files": len(files), "skipped_files": result.skipped_files,
-                       "mask_dropped": dict(sorted(result.dropped.items())), "shortfall": result.shortfall})
+                     masked: Optional[MaskedRepo] = None) -> Iterator[InstructRecord]:
+    """Mask the repository like the benchmark does (or take `masked`, already done) and yield one chat record
+    per mask, grouped by masked file (mask order within a file): each file's BM25 index (the corpus without
+    it) is built once and only a few are kept, so memory stays that of one repository's files (a BM25 index
+    of a 2,800-file repository is ~15 MiB)."""
+    masked = masked or mask_repository(spec.name, fetched.root, seed, mask)
+    raw, result, index = masked.raw, masked.result, masked.index
+    index.limit_cache(2)
     for m in sorted(result.masks, key=lambda m: m.file_name):  # stable: mask order within a file
         prefix, middle, suffix = split(raw[m.file_name], m)
         context = index.rank(m.file_name, prefix, suffix)

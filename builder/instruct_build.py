@@ -31,6 +31,7 @@ from execrepobench_dataset.shards import ShardWriter
 from execrepobench_dataset.version import __version__
 
 from . import instruct
+from .build import error_entry
 from .manifest import Manifest, RepoSpec
 from .masking import MaskConfig
 from .sources import SourceError, fetch
@@ -65,8 +66,10 @@ def repo_records(spec: RepoSpec, seed: int, mask: MaskConfig, budget_chars: int,
     try:
         fetched = fetch(spec)
         rep.update(pinned=fetched.pinned, source_hash=fetched.source_hash)
+        masked = instruct.mask_repository(spec.name, fetched.root, seed, mask)
+        rep.update(masked.stats())
         with open(tmp, "w", encoding="utf-8") as fh:
-            for rec in instruct.instruct_records(spec, fetched, seed, mask, budget_chars, rep):
+            for rec in instruct.instruct_records(spec, fetched, seed, mask, budget_chars, masked):
                 fh.write(json.dumps(rec.to_dict(), sort_keys=True, ensure_ascii=False) + "\n")
                 rep["records"] += 1
                 if progress is not None:
@@ -74,8 +77,8 @@ def repo_records(spec: RepoSpec, seed: int, mask: MaskConfig, budget_chars: int,
         os.replace(tmp, folder / "records.jsonl")
         rep["status"] = "ok" if rep["records"] else "empty"
     except Exception as exc:  # noqa: BLE001 - the boundary of one repository: report it, go on
-        rep["reason"] = str(exc) if isinstance(exc, SourceError) else f"{type(exc).__name__}: {exc}"
-        tmp.unlink(missing_ok=True)
+        rep.update(status="error", records=0, **error_entry(exc, expected=(SourceError,)))
+        tmp.unlink(missing_ok=True)  # a repository that fails contributes no record
     rep["time_s"] = round(time.monotonic() - t0, 2)
     report_path.write_text(json.dumps(rep, indent=1, sort_keys=True), encoding="utf-8")
     return rep

@@ -16,7 +16,7 @@ from .manifest import Manifest
 CHARTS_DIR = "charts"
 
 
-def summarize(reports: list[dict], manifest: Manifest, fingerprint: str) -> dict:
+def summarize(reports: list[dict], manifest: Manifest, fingerprint: str, isolation_note: str = "") -> dict:
     per_fill: Counter = Counter()
     dropped: Counter = Counter()
     verify: Counter = Counter()
@@ -34,9 +34,15 @@ def summarize(reports: list[dict], manifest: Manifest, fingerprint: str) -> dict
         "manifest": manifest.path.name if manifest.path else "<inline manifest>",  # a name, never a path
         "seed": manifest.seed,
         "samples_fingerprint": fingerprint,
+        "isolation": sorted({r["isolation"] for r in reports if r.get("isolation")}),
+        "isolation_note": isolation_note,
         "totals": {
             "repos": len(reports),
             "repos_ok": sum(r["status"] == "ok" for r in reports),
+            "repos_empty": sum(r["status"] == "empty" for r in reports),
+            "repos_error": sum(r["status"] == "error" for r in reports),  # harness errors, by phase below
+            "errors_by_phase": dict(sorted(Counter(r.get("phase", "?") for r in reports
+                                                   if r["status"] == "error").items())),
             "samples": sum(r.get("samples", 0) for r in reports if r["status"] == "ok"),
             "candidates": sum(r.get("candidates", 0) for r in reports),
             "per_fill_type": {f: per_fill.get(f, 0) for f in FILL_TYPES},
@@ -63,7 +69,8 @@ def markdown(summary: dict) -> str:
     for r in summary["repos"]:
         b = r.get("baseline", {})
         tests = f"{b.get('passing', '-')}/{b.get('failing', '-')}/{b.get('flaky', '-')}" if b else "-"
-        cells = [r["repo"], r["status"] + ("" if r["status"] == "ok" else f": {r.get('reason', '')[:80]}"),
+        status = r["status"] + (f" at {r['phase']}" if r.get("phase") else "")
+        cells = [r["repo"], status + ("" if r["status"] == "ok" else f": {r.get('reason', '')[:80]}"),
                  r.get("files", "-"), r.get("candidates", "-"),
                  *(r.get("per_fill_type", {}).get(f, 0) for f in FILL_TYPES),
                  sum(r.get("dropped", {}).values()), tests, b.get("median_suite_s", "-"),
@@ -78,6 +85,18 @@ def markdown(summary: dict) -> str:
             + (" - within" if t.get("mix_within_tolerance") else " - NOT within") + " 5 percentage points"]
     if t.get("short_levels"):
         lines += ["", f"Levels kept short of their quota (their slots went to other levels): {t['short_levels']}"]
+    if t.get("repos_error"):
+        lines += ["", f"**{t['repos_error']} repositories failed** (harness errors, by phase: {t['errors_by_phase']}); "
+                  "they contribute no sample. Their entries in build_report.json hold the reason and traceback."]
+    overridden = [(r["repo"], r["test_config"]) for r in summary["repos"] if r.get("test_config")]
+    found = [(r["repo"], r["test_layout"]["test_paths"]) for r in summary["repos"]
+             if r.get("test_layout", {}).get("found_by") == "search"]
+    if overridden or found:
+        lines += ["", "## Test configuration", ""]
+        lines += [f"- {name}: overridden {json.dumps(cfg, sort_keys=True)}" for name, cfg in overridden]
+        lines += [f"- {name}: tests found at {paths}" for name, paths in found]
+    if summary.get("isolation_note"):
+        lines += ["", summary["isolation_note"]]
     verified = [r for r in summary["repos"] if "verify_candidates" in r]
     if verified:
         head = ["repo", "verified", "kept", "gt failed", "null passed", "null-pass share", "rules",

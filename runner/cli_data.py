@@ -49,16 +49,20 @@ def add_import_official(p: argparse.ArgumentParser) -> None:
 
 def run_import_official(args: argparse.Namespace) -> int:
     from execrepobench.builder.official import OfficialFormatError, import_official
+    from execrepobench_metric.isolation import SandboxUnavailable
 
     try:
         report = import_official(args.jsonl, args.repos, args.out, verify=not args.no_verify, workers=args.workers,
                                  progress=not args.no_progress, baseline_runs=args.baseline_runs,
                                  gt_runs=args.gt_runs, python=args.python, judge_timeout_s=args.timeout)
-    except (OfficialFormatError, ValueError, OSError) as exc:
+    except (OfficialFormatError, ValueError, OSError, SandboxUnavailable) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     print(json.dumps(report["overall"], indent=1))
     print(f"wrote {args.out}/samples.jsonl, all_samples.jsonl, import_report.json")
+    if report["overall"].get("repos_error"):
+        print(f"error: {report['overall']['repos_error']} repositories failed (see import_report.json)", file=sys.stderr)
+        return 3  # harness errors: the others were imported
     return 0
 
 

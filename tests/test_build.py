@@ -28,6 +28,7 @@ def _check_samples(samples, root: Path):
     assert len({s.sample_id for s in samples}) == len(samples)
 
 
+@pytest.mark.slow
 def test_build_fixture_repo_deterministic_and_resumable(tmp_path, minirepo):
     text = f'[defaults]\nseed = 3\nsamples_per_repo = 8\n[[repo]]\nsource = "path:{minirepo}"\nname = "minirepo"\n'
     summary, out, repos = _build(tmp_path, text, baseline_runs=2)
@@ -76,6 +77,7 @@ def test_build_fixture_repo_deterministic_and_resumable(tmp_path, minirepo):
     assert other["samples_fingerprint"] != summary["samples_fingerprint"]
 
 
+@pytest.mark.slow
 def test_bad_repos_are_reported_and_the_build_goes_on(tmp_path, minirepo):
     no_tests = tmp_path / "notests"
     (no_tests / "pkg").mkdir(parents=True)
@@ -86,7 +88,7 @@ def test_bad_repos_are_reported_and_the_build_goes_on(tmp_path, minirepo):
     (minirepo / "minirepo" / "broken.py").write_text("def broken(:\n    pass\n")
     text = (f'[defaults]\nsamples_per_repo = 4\n'
             f'[[repo]]\nsource = "path:{minirepo}"\nname = "minirepo"\n'
-            f'[[repo]]\nsource = "pypi:schema==0.0.0.999"\n'
+            f'[[repo]]\nsource = "git:{tmp_path / "nowhere.git"}@{"0" * 40}"\nname = "schema"\n'
             f'[[repo]]\nsource = "path:{no_tests}"\nname = "notests"\n')
     summary, out, repos = _build(tmp_path, text, baseline_runs=1)
     assert repos["minirepo"]["status"] == "ok"

@@ -243,6 +243,23 @@ def test_build_is_deterministic_and_survives_a_failing_repo(tmp_path, cache):
         assert (tmp_path / "o1" / name).read_bytes() == (tmp_path / "o2" / name).read_bytes()
 
 
+def test_any_exception_of_one_repo_is_a_report_entry(tmp_path, cache, monkeypatch):
+    real = instruct.mask_repository
+
+    def mask_or_raise(name, *args, **kwargs):
+        if name == "second":
+            raise KeyError("injected masking failure")
+        return real(name, *args, **kwargs)
+
+    monkeypatch.setattr(instruct, "mask_repository", mask_or_raise)
+    extra = f'[[repo]]\nsource = "path:{FIXTURE}"\nname = "second"\n'
+    rep = build_instruct(_manifest(tmp_path, extra=extra), tmp_path / "o", benchmark_samples=None, progress=False)
+    first, second = rep["repos"]
+    assert first["status"] == "ok" and first["records"] == 6
+    assert second["status"] == "error" and "KeyError" in second["reason"] and "Traceback" in second["traceback"]
+    assert rep["totals"]["errors"] == 1 and rep["totals"]["records"] == 6
+
+
 def test_empty_corpus_still_writes_a_loadable_shard(tmp_path, cache):
     bench = _bench(tmp_path / "bench.jsonl", [("minirepo", OTHER[1], "x")])
     rep = build_instruct(_manifest(tmp_path), tmp_path / "out", benchmark_samples=bench, progress=False)
