@@ -14,8 +14,7 @@ def offline(tmp_path, monkeypatch):
     import huggingface_hub.constants
 
     hf = tmp_path / "hf_home"
-    for name, value in (("HF_HUB_OFFLINE", "1"), ("HF_DATASETS_OFFLINE", "1"), ("HF_HOME", str(hf)),
-                        ("EXECREPOBENCH_CACHE", str(tmp_path / "cache"))):
+    for name, value in (("HF_HUB_OFFLINE", "1"), ("HF_DATASETS_OFFLINE", "1"), ("HF_HOME", str(hf))):
         monkeypatch.setenv(name, value)
     monkeypatch.setattr(datasets.config, "HF_HUB_OFFLINE", True)
     monkeypatch.setattr(datasets.config, "HF_DATASETS_OFFLINE", True)
@@ -24,6 +23,8 @@ def offline(tmp_path, monkeypatch):
     return hf
 
 
+@pytest.mark.slow
+@pytest.mark.sandbox
 def test_release_builds_instructs_publishes_and_resumes(tmp_path, minirepo, offline, monkeypatch):
     import datasets
 
