@@ -104,7 +104,7 @@ class _State:
 
 @dataclass(frozen=True)
 class MixResult:
-    kept: list[Sample]  # in candidate order (original candidates first, then those drawn for short levels)
+    kept: list[Sample]  # the outcomes' samples, in candidate order (original candidates, then extra ones)
     outcomes: list  # every verification outcome, in the order verified
     report: dict
 
@@ -160,8 +160,8 @@ def verify_to_quotas(candidates: Sequence[Sample], quotas: Mapping[str, int],
             continue
         run([state.queues[lvl].popleft() for _ in range(min(len(state.queues[lvl]), max(1, missing)))])
         surplus[lvl] = state.kept[lvl][len(chosen[lvl]):]
-    keep = {s.sample_id for v in chosen.values() for s in v}
-    kept = [s for s in order if s.sample_id in keep]
+    keep = {s.sample_id: s for v in chosen.values() for s in v}  # as verification returned them (what it recorded)
+    kept = [keep[s.sample_id] for s in order if s.sample_id in keep]
     report = {"mix": MIX_NAME, "quotas": dict(quotas),
               "kept_per_level": {lvl: len(chosen[lvl]) for lvl in LEVELS},
               "short_levels": short, "extra_rounds": rounds, "extra_candidates": len(order) - len(candidates),

@@ -1,5 +1,5 @@
 """The kept mix: per-level quotas from the paper's counts, and the verification loop that fills them."""
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import pytest
 
@@ -38,7 +38,8 @@ class Verifier:
         for s in samples:
             level = next(lvl for lvl, f in FILL_OF.items() if s.sample_id.startswith(lvl[:3]))
             n = int(s.sample_id[3:])
-            out.append(Outcome(s, self.every[level] > 0 and n % self.every[level] == 0))
+            verified = replace(s, time_budget_s=float(n))  # what verification records travels with the sample
+            out.append(Outcome(verified, self.every[level] > 0 and n % self.every[level] == 0))
         return out
 
 
@@ -65,7 +66,9 @@ def test_quotas_are_filled_level_by_level_without_verifying_everything():
     res = verify_to_quotas(cands, quotas, verify, batch=4)
     kept_levels = {lvl: sum(s.fill_type == FILL_OF[lvl] for s in res.kept) for lvl in LEVELS}
     assert kept_levels == quotas and res.report["short_levels"] == {}
-    assert [s.sample_id for s in res.kept] == [s.sample_id for s in cands if s in res.kept]  # candidate order
+    ids = {s.sample_id for s in res.kept}
+    assert [s.sample_id for s in res.kept] == [s.sample_id for s in cands if s.sample_id in ids]  # candidate order
+    assert all(s.time_budget_s == float(s.sample_id[3:]) for s in res.kept)  # the verified samples, not candidates
     assert len(verify.seen) == len(set(verify.seen)) < len(cands)  # nothing twice, not everything
     assert len(res.outcomes) == len(verify.seen) and res.report["verified_per_level"]["random"] >= 4
     # deterministic
