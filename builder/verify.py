@@ -100,6 +100,9 @@ def verify_report(outcomes: list[Outcome], kept: list[Sample], suite_tests: int,
         "suite_tests": suite_tests,
         "median_sample_run_s": round(median_run, 3) if median_run is not None else None,
         "suite_run_s": round(suite_s, 3),
+        # per kept sample: the median of its ground-truth runs (the statistics' ground-truth run time)
+        "kept_gt_run_s": {o.sample.sample_id: round(statistics.median(o.gt_runs_s), 3) for o in outcomes
+                          if o.sample.sample_id in kept_ids and o.gt_runs_s},
         "dropped_examples": [{"sample_id": o.sample.sample_id, "file": o.sample.file_name, "reason": o.reason,
                               "detail": o.detail[:200]} for o in outcomes if not o.kept][:20],
     }
