@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import json
 import tempfile
+import time
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -36,6 +38,7 @@ class Baseline:
     durations_s: tuple[float, ...]
     test_command: tuple[str, ...]
     import_check: dict = field(default_factory=dict)  # top-level module -> file it imports from
+    timings: dict = field(default_factory=dict)  # import_check_s, baseline_runs_s, collect_checks_s (wall)
 
     @property
     def excluded(self) -> tuple[str, ...]:
@@ -60,15 +63,17 @@ def invocation(env: Environment, root: Path, spec: RepoSpec, timeout_s: float) -
                             env=dict(spec.env), timeout_s=timeout_s)
 
 
-def unstable_ids(inv: PytestInvocation, seen: set[str], collections: int, isolation: Isolation) -> set[str]:
+def unstable_ids(inv: PytestInvocation, seen: set[str], collections: int, isolation: Isolation,
+                 workers: int = 1) -> set[str]:
     """Test ids missing from some collection under other hash seeds (e.g. parametrize over a set
     whose order follows `hash(None)`): such ids cannot be judged reliably."""
-    unstable: set[str] = set()
-    for seed in range(1, collections + 1):
+    def collect(seed: int) -> set[str]:
         run = run_pytest(replace(inv, collect_only=True, env={**inv.env, "PYTHONHASHSEED": str(seed)}),
                          isolation=isolation)
-        unstable |= seen - set(run.collected)
-    return unstable
+        return seen - set(run.collected)
+
+    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        return set().union(*pool.map(collect, range(1, collections + 1)))
 
 
 def classify(per_run: list[dict[str, str | None]]) -> dict[str, str]:
@@ -90,29 +95,35 @@ def classify(per_run: list[dict[str, str | None]]) -> dict[str, str]:
 
 def run_baseline(repo: str, env: Environment, root: Path, spec: RepoSpec, modules: list[str], *,
                  isolation: Isolation, runs: int = 3, timeout_s: float = 900.0,
-                 collections: int = 5) -> Baseline:
+                 collections: int = 5, workers: int = 1) -> Baseline:
     """The suite runs under the same isolation the metric judges in (tests that need the network or
-    write outside the tree fail here and are excluded)."""
+    write outside the tree fail here and are excluded).  Runs, and then collections, go `workers` at
+    a time (on a loaded machine more tests look flaky: they are excluded, never judged wrongly)."""
+    t0 = time.monotonic()
     import_check = check_imports(repo, env, root, modules) if modules else {}
+    timings = {"import_check_s": time.monotonic() - t0}
     inv = invocation(env, root, spec, timeout_s)
+    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        results = list(pool.map(lambda _: run_pytest(inv, isolation=isolation), range(runs)))
     per_run, durations = [], []
-    for i in range(runs):
-        result = run_pytest(inv, isolation=isolation)
+    for i, result in enumerate(results):
         if result.error:
             tail = (result.process.stdout_tail + result.process.stderr_tail).strip().splitlines()[-5:]
             raise BaselineError(f"{repo}: baseline run {i + 1} failed: {result.error}: " + " | ".join(tail))
         per_run.append(result.outcomes)
         durations.append(result.process.duration_s)
+    timings["baseline_runs_s"] = time.monotonic() - t0 - timings["import_check_s"]
     kinds = classify(per_run)
-    for nodeid in unstable_ids(inv, set(kinds), collections, isolation):
+    for nodeid in unstable_ids(inv, set(kinds), collections, isolation, workers):
         if kinds[nodeid] == "passing":
             kinds[nodeid] = "flaky"  # its id is not stable: a judged run might not find it
     by_kind = Counter(kinds.values())
     if not by_kind["passing"]:
         raise BaselineError(f"{repo}: no test passes at baseline ({dict(by_kind)})")
     pick = lambda kind: tuple(t for t, k in kinds.items() if k == kind)  # noqa: E731
+    timings["collect_checks_s"] = time.monotonic() - t0 - sum(timings.values())
     return Baseline(pick("passing"), pick("failing"), pick("flaky"), pick("skipped"), runs,
-                    tuple(durations), inv.test_command(), import_check)
+                    tuple(durations), inv.test_command(), import_check, {k: round(v, 2) for k, v in timings.items()})
 
 
 def top_level_modules(source_files: list[str]) -> list[str]:

@@ -16,6 +16,7 @@ import statistics
 import time
 import traceback
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Callable, Mapping
@@ -62,7 +63,8 @@ class BuildConfig:
     allow_weak_sandbox: bool = False  # without bubblewrap: run in the weak mode instead of refusing
     oversample: int = 3  # candidates masked per wanted sample, so verification can drop some
     gt_runs: int = 3
-    workers: int = field(default_factory=lambda: os.cpu_count() or 1)
+    workers: int = field(default_factory=lambda: os.cpu_count() or 1)  # runs at a time within a repository
+    repo_workers: int = field(default_factory=lambda: os.cpu_count() or 1)  # repositories built at a time
     judge_timeout_s: float = 300.0
     # fill type -> narrowest selection rule allowed ("coverage" when absent); widen a kind of sample
     # here if benchmarks/bench_selection.py ever finds its selected verdicts disagreeing with the suite.
@@ -191,7 +193,7 @@ def build_repo(spec: RepoSpec, config: BuildConfig,
             return (list(read_jsonl(folder / "samples.jsonl")), {**old, "reused": True},
                     next(read_repo_records(record_path)))
     t0 = time.monotonic()
-    lap = lambda: time.monotonic() - t0 - sum(timings.values())  # noqa: E731
+    lap = _lap_clock()
     stage, parts, timings, kept = "source", {}, {}, []
     record: RepoRecord | None = None
     try:
@@ -201,7 +203,8 @@ def build_repo(spec: RepoSpec, config: BuildConfig,
         stage = "prepare"
         prepared = prepare(spec, fetched, config.manifest.python, runs=config.baseline_runs,
                            timeout_s=config.baseline_timeout_s, isolation=isolation,
-                           samples_per_repo=mask.samples_per_repo)
+                           samples_per_repo=mask.samples_per_repo, workers=config.workers)
+        lap()
         record = prepared.record
         parts.update(prepared.report)
         timings.update(prepared.timings)
@@ -222,7 +225,7 @@ def build_repo(spec: RepoSpec, config: BuildConfig,
 
         candidates, masking = candidates_of(masking_config)
         parts.update(masking)
-        timings["samples_s"] = lap()
+        timings["masking_s"] = lap()
         if candidates:
             stage = "coverage"
             cov = coverage_map(prepared, folder / "coverage.sqlite", config.baseline_timeout_s)
@@ -249,6 +252,17 @@ def build_repo(spec: RepoSpec, config: BuildConfig,
     return kept, report, record
 
 
+def _lap_clock() -> Callable[[], float]:
+    """A function that returns the seconds since it was last called (or made)."""
+    mark = [time.monotonic()]
+
+    def lap() -> float:
+        now = time.monotonic()
+        elapsed, mark[0] = now - mark[0], now
+        return elapsed
+    return lap
+
+
 def error_entry(exc: Exception, expected: tuple[type[Exception], ...] = REPO_ERRORS) -> dict:
     """A report's `reason` for an exception, plus its `traceback` unless the error was expected."""
     if isinstance(exc, expected):
@@ -266,6 +280,27 @@ def write_atomic(path: Path, write) -> None:
     tmp = path.with_name(path.name + ".tmp")
     write(tmp)
     os.replace(tmp, path)
+
+
+def _build_repos(repos: list[RepoSpec], config: BuildConfig, isolation: Isolation) -> list[tuple]:
+    """`build_repo` of each repository, `config.repo_workers` at a time (the machine's cores stay busy
+    while one repository waits on the network or on a single long test run); results in `repos` order."""
+    bar = tqdm(total=len(repos), desc="build", unit="repo", disable=not config.progress)
+
+    def one(spec: RepoSpec) -> tuple:
+        result = build_repo(spec, config, isolation)
+        report = result[1]
+        if report["status"] != "ok":
+            where = f" at {report['phase']}" if report.get("phase") else ""
+            tqdm.write(f"[{spec.name}] {report['status']}{where}: {report.get('reason', '')}")
+        bar.set_postfix_str(spec.name)
+        bar.update(1)
+        return result
+
+    with ThreadPoolExecutor(max_workers=max(1, config.repo_workers)) as pool:
+        out = list(pool.map(one, repos))
+    bar.close()
+    return out
 
 
 def build(config: BuildConfig) -> dict:
@@ -286,17 +321,12 @@ def build(config: BuildConfig) -> dict:
     config.out.mkdir(parents=True, exist_ok=True)
     samples: list[Sample] = []
     reports, records = [], []
-    bar = tqdm(repos, desc="build", unit="repo", disable=not config.progress)
-    for spec in bar:
-        bar.set_postfix_str(spec.name)
-        repo_samples, report, record = build_repo(spec, config, isolation)
+    t0 = time.monotonic()
+    for spec, (repo_samples, report, record) in zip(repos, _build_repos(repos, config, isolation)):
         if report["status"] == "ok":  # a repository that failed or ended empty ships nothing
             samples += repo_samples
         reports.append(report)
         records += [record] if record else []
-        if report["status"] != "ok":
-            where = f" at {report['phase']}" if report.get("phase") else ""
-            tqdm.write(f"[{spec.name}] {report['status']}{where}: {report.get('reason', '')}")
     tmp = config.out / "samples.jsonl.tmp"
     write_jsonl(samples, tmp)
     fingerprint = hashlib.sha256(tmp.read_bytes()).hexdigest()
@@ -304,5 +334,7 @@ def build(config: BuildConfig) -> dict:
     write_repo_records(records, config.out / "repositories.jsonl.tmp")
     os.replace(config.out / "repositories.jsonl.tmp", config.out / "repositories.jsonl")
     summary = summarize(reports, config.manifest, fingerprint, isolation_note=note)
+    summary["build_wall_s"] = round(time.monotonic() - t0, 1)
+    summary["repo_workers"] = config.repo_workers
     write_report(summary, config.out, compute_statistics(samples, records, summary))
     return summary

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import posixpath
 import re
+import threading
 from collections import Counter, OrderedDict
 from typing import Collection, Iterable, Mapping
 
@@ -38,7 +39,7 @@ B = 0.75
 SCORE_DIGITS = 6  # decimals of a stored context score
 _WORD = re.compile(r"\w+")
 _PART = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z\d]+|[A-Z\d]+|[^\W_]+")
-_PARSER: tree_sitter.Parser | None = None
+_PARSERS = threading.local()  # one tree-sitter parser per thread: repositories are built concurrently
 
 
 def tokenize(text: str) -> list[str]:
@@ -53,10 +54,9 @@ def tokenize(text: str) -> list[str]:
 
 
 def _parser() -> tree_sitter.Parser:
-    global _PARSER
-    if _PARSER is None:
-        _PARSER = tree_sitter.Parser(tree_sitter.Language(tree_sitter_python.language()))
-    return _PARSER
+    if not hasattr(_PARSERS, "parser"):
+        _PARSERS.parser = tree_sitter.Parser(tree_sitter.Language(tree_sitter_python.language()))
+    return _PARSERS.parser
 
 
 def _dotted(node) -> list[str]:

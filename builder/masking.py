@@ -11,6 +11,7 @@ import collections
 import hashlib
 import os
 import random
+import threading
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
@@ -59,7 +60,13 @@ EXCLUDED_DIRS = frozenset({"tests", "test", "testing", "docs", "doc", "build", "
                            ".tox", ".venv", "venv", "node_modules", "__pycache__"})
 EXCLUDED_FILES = frozenset({"setup.py", "conftest.py", "tests.py", "test.py"})
 
-_PARSER = Parser(Language(tree_sitter_python.language()))
+_PARSERS = threading.local()  # one tree-sitter parser per thread: repositories are built concurrently
+
+
+def _parser() -> Parser:
+    if not hasattr(_PARSERS, "parser"):
+        _PARSERS.parser = Parser(Language(tree_sitter_python.language()))
+    return _PARSERS.parser
 
 
 def level_of_type(node_type: str) -> str:
@@ -187,7 +194,7 @@ def _prepare(files: Mapping[str, bytes]) -> tuple[list[_Source], dict[str, str]]
         except UnicodeDecodeError as exc:
             skipped[name] = f"not_utf8: {exc.reason} at byte {exc.start}"
             continue
-        tree = _PARSER.parse(data)
+        tree = _parser().parse(data)
         if tree.root_node.has_error:
             skipped[name] = "parse_error: tree-sitter reports a syntax error"
             continue

@@ -34,7 +34,7 @@ class Prepared:
     spec: RepoSpec  # as run: the tests found and the overriding pytest arguments filled in
     record: RepoRecord  # what is published for this repository (repositories.jsonl)
     report: dict = field(default_factory=dict)  # env_key, environment, test_layout, test_config, baseline, ...
-    timings: dict = field(default_factory=dict)  # env_s, baseline_s
+    timings: dict = field(default_factory=dict)  # env_s, baseline_s (import check + runs), collect_checks_s
 
 
 def python_version(spec: RepoSpec, python: str | None) -> str:
@@ -42,7 +42,8 @@ def python_version(spec: RepoSpec, python: str | None) -> str:
 
 
 def prepare(spec: RepoSpec, fetched: FetchedSource, python: str | None, *, runs: int, timeout_s: float,
-            isolation: Isolation, skip_modules: tuple[str, ...] = (), samples_per_repo: int = 0) -> Prepared:
+            isolation: Isolation, skip_modules: tuple[str, ...] = (), samples_per_repo: int = 0,
+            workers: int = 1) -> Prepared:
     """Lock + environment (made from the lock) + test layout + conflicting settings + import check +
     baseline.  The repository record carries the test paths found and the overriding arguments."""
     t0 = time.monotonic()
@@ -57,11 +58,13 @@ def prepare(spec: RepoSpec, fetched: FetchedSource, python: str | None, *, runs:
     sources = candidate_files(fetched.root, exclude=layout.paths)
     modules = [m for m in top_level_modules(sources) if m not in skip_modules]
     baseline = run_baseline(spec.name, env, fetched.root, run_spec, modules, runs=runs, timeout_s=timeout_s,
-                            isolation=isolation)
+                            isolation=isolation, workers=workers)
     report = {"env_key": env.key, "environment": {"python": version, "lock_lines": len(lock), "freeze": list(env.freeze)},
               "isolation": str(isolation), "test_layout": layout.report(), "test_config": overrides.report,
               "baseline": baseline.summary(), "manifest_entry": draft.manifest_entry}
-    timings = {"env_s": env_s, "baseline_s": time.monotonic() - t0 - env_s}
+    parts = baseline.timings
+    timings = {"env_s": env_s, "baseline_s": parts.get("import_check_s", 0) + parts.get("baseline_runs_s", 0),
+               "collect_checks_s": parts.get("collect_checks_s", 0)}
     return Prepared(fetched, env, baseline, isolation, run_spec,
                     final_record(draft, baseline.test_command, baseline.excluded), report, timings)
 

@@ -114,7 +114,37 @@ def markdown(summary: dict) -> str:
         lines += ["", f"Verified {t['verify_candidates']} candidates; dropped {t['dropped_verify']}; "
                   f"{share:.0%} passed with a null fill (the official method would have shipped them); "
                   f"selection rules of kept samples: {t['selection_rules']}"]
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + phase_table(summary)) + "\n"
+
+
+# Phases of one repository's build, in the order they run (seconds of wall time in its report).
+PHASE_TIMINGS = (("fetch", "fetch_s"), ("env", "env_s"), ("baseline", "baseline_s"),
+                 ("collect checks", "collect_checks_s"), ("masking", "masking_s"), ("coverage", "coverage_s"),
+                 ("verification", "verify_s"))
+
+
+def phase_table(summary: dict) -> list[str]:
+    """Markdown lines: per repository, the wall seconds of each phase (a reused repository shows its
+    original build's), the total, then the build's own wall time (repositories overlap)."""
+    rows = [r for r in summary["repos"] if r.get("timings")]
+    if not rows:
+        return []
+    head = ["repo", *(name for name, _ in PHASE_TIMINGS), "total"]
+    lines = ["", "## Time per phase (seconds)", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    sums = dict.fromkeys((key for _, key in PHASE_TIMINGS), 0.0)
+    for r in rows:
+        t = r["timings"]
+        for _, key in PHASE_TIMINGS:
+            sums[key] += t.get(key, 0.0)
+        cells = [r["repo"] + (" (reused)" if r.get("reused") else ""),
+                 *(t.get(key, "-") for _, key in PHASE_TIMINGS), r.get("time_s", "-")]
+        lines.append("| " + " | ".join(str(c) for c in cells) + " |")
+    total = sum(r.get("time_s", 0) for r in rows)
+    lines.append("| **sum** | " + " | ".join(f"{sums[key]:.0f}" for _, key in PHASE_TIMINGS) + f" | {total:.0f} |")
+    if summary.get("build_wall_s") is not None:
+        lines += ["", f"Build wall time {summary['build_wall_s']:.0f} s with {summary.get('repo_workers', 1)} "
+                      "repositories at a time (the sum above counts overlapping repositories once each)."]
+    return lines
 
 
 def write_report(summary: dict, out: Path, stats: Statistics | None = None) -> None:

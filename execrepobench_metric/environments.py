@@ -4,7 +4,9 @@
 envs_dir()/KEY/venv with `uv venv --python X.Y`, installs the locked requirements exactly
 (`uv pip install --no-deps [--require-hashes] -r lock`), then the project itself (`--no-deps
 --editable`), checks `uv pip freeze` against the lock and writes env.json last (its presence marks a
-complete environment).  `find_environment(key)` is the one reader of env.json.  Nothing is
+complete environment); every Python file of the venv and the source tree is byte-compiled once
+(`bytecode.py`), also for an environment made before that step existed.  `find_environment(key)`
+is the one reader of env.json.  Nothing is
 resolved here: a new release of a dependency cannot change a published environment.  env.json is
 local (it holds this machine's paths) and never published.
 """
@@ -23,6 +25,7 @@ from pathlib import Path
 
 from execrepobench_dataset.repo_record import RepoRecord, environment_key
 
+from .bytecode import compile_environment, is_compiled
 from .layout import env_dir, envs_dir
 from .sources import fetch_pinned
 
@@ -139,6 +142,8 @@ def ensure_environment(record: RepoRecord) -> Environment:
     with _locked(record.env_key):
         found = find_environment(record.env_key)
         if found is not None:
+            if not is_compiled(found.path):
+                compile_environment(found.path, found.python, found.root)
             return found
         source = fetch_pinned(record.repo_source, record.repo_name)
         final = env_dir(record.env_key)
@@ -164,6 +169,7 @@ def _make(record: RepoRecord, root: Path, final: Path) -> Environment:
     run_uv("pip", "install", "--quiet", "--python", python, "--no-deps", "--editable", str(root), repo=name)
     freeze = tuple(run_uv("pip", "freeze", "--python", python, repo=name).splitlines())
     check_freeze(record, freeze)
+    compile_environment(final, python, root)
     meta = {"schema": ENV_JSON_SCHEMA, "key": record.env_key, "repo_name": name, "repo_source": record.repo_source,
             "python_version": record.python, "python": python, "root": str(root), "freeze": list(freeze)}
     tmp = final / "env.json.tmp"
