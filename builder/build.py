@@ -32,7 +32,7 @@ from .masking import MaskConfig, candidate_files, sample_masks, split
 from .prepare import coverage_map, prepare
 from .selection import CoverageMap, ImportGraph
 from .sources import SourceError, fetch
-from .verify import verify_report, verify_samples, with_selection
+from .verify import GUARD_RECORDING, verify_report, verify_samples, with_selection
 
 _SKIP_DIRS = {".git", ".hg", ".tox", ".nox", ".venv", "venv", "build", "dist", "node_modules", "__pycache__"}
 REPO_ERRORS = (SourceError, EnvError, BaselineError)
@@ -72,7 +72,7 @@ def _inputs_hash(spec: RepoSpec, config: BuildConfig, mask: MaskConfig) -> str:
     mask_fields = {f.name: getattr(mask, f.name) for f in fields(mask)}
     data = {"spec": asdict(spec), "seed": config.manifest.seed, "mask": mask_fields,
             "baseline_runs": config.baseline_runs, "builder": __version__, "verify": config.verify,
-            "oversample": config.oversample, "gt_runs": config.gt_runs,
+            "oversample": config.oversample, "gt_runs": config.gt_runs, "guard": GUARD_RECORDING,
             "selection_floor": dict(config.selection_floor)}
     encode = lambda o: dict(o) if isinstance(o, Mapping) else str(o)  # noqa: E731
     return hashlib.sha256(json.dumps(data, sort_keys=True, default=encode).encode()).hexdigest()[:20]
@@ -135,9 +135,9 @@ def verify_repo(samples: list[Sample], wanted: int, baseline: Baseline, cov: Cov
                                    progress=config.progress, label=f"verify {name}")
         if sum(o.kept for o in outcomes) >= wanted:
             break
-    kept_ids = {o.sample.sample_id for o in outcomes if o.kept}
-    kept_ids = set(sorted(kept_ids)[:wanted]) if len(kept_ids) > wanted else kept_ids
-    final = [s for s in selected if s.sample_id in kept_ids]
+    kept = {o.sample.sample_id: o.sample for o in outcomes if o.kept}  # with what verification recorded
+    kept_ids = set(sorted(kept)[:wanted]) if len(kept) > wanted else set(kept)
+    final = [kept[s.sample_id] for s in selected if s.sample_id in kept_ids]
     suite_s = statistics.median(baseline.durations_s) if baseline.durations_s else 0.0
     return final, verify_report(outcomes, final, len(baseline.passing), suite_s)
 

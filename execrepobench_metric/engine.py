@@ -24,7 +24,7 @@ from .judge import JudgeConfig, Verdict, judge
 from .layout import cache_root
 from .sandbox import STRONG, WEAK, SandboxUnavailable, strong_available
 
-ENGINE_VERSION = "1"
+ENGINE_VERSION = "2"  # 2: the in-process guard
 EXEC_ENV_VAR = "EXECREPOBENCH_ALLOW_EXEC"
 OPT_IN_MESSAGE = (
     "ExecRepoBench executes model-generated code against repository tests. Opt in explicitly with the "
@@ -69,7 +69,7 @@ def result_key(sample: Sample, completion: str, config: JudgeConfig) -> str:
     completed = sample.prefix_code + completion + sample.suffix_code
     parts = [ENGINE_VERSION, sample.sample_id, sample.env_key, hashlib.sha256(completed.encode()).hexdigest(),
              config.selection, list(sample.judged_tests), list(sample.excluded_tests), list(sample.test_command),
-             config.sandbox, config.timeout_s]
+             config.sandbox, config.timeout_s, config.guard, list(sample.guard_allowed)]
     return hashlib.sha256(json.dumps(parts).encode()).hexdigest()
 
 

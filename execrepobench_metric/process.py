@@ -38,7 +38,7 @@ def _kill_group(pgid: int) -> None:
 
 def run_command(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], timeout_s: float,
                 output_cap: int = DEFAULT_OUTPUT_CAP,
-                preexec: Callable[[], None] | None = None) -> ProcessResult:
+                preexec: Callable[[], None] | None = None, pass_fds: tuple[int, ...] = ()) -> ProcessResult:
     """Run `argv` in a new session; on timeout kill the session's process group.
 
     Output goes to unnamed temporary files (not pipes), so a child that floods its output cannot
@@ -47,7 +47,8 @@ def run_command(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], timeo
     start = time.monotonic()
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         proc = subprocess.Popen(list(argv), cwd=str(cwd), env=dict(env), stdout=out, stderr=err,
-                                stdin=subprocess.DEVNULL, start_new_session=True, preexec_fn=preexec)
+                                stdin=subprocess.DEVNULL, start_new_session=True, preexec_fn=preexec,
+                                pass_fds=pass_fds)
         timed_out = False
         try:
             returncode: int | None = proc.wait(timeout=timeout_s)

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping
 
+from .guard import BOOTSTRAP, GuardChannel, GuardEvidence, GuardSetup
 from .junit import JunitError, junit_key, parse_junit_file, results_by_nodeid
 from .limits import Limits
 from .process import ProcessResult, run_command
@@ -89,6 +90,7 @@ class PytestRun:
     finished: bool = False  # pytest reached the end of its session (our plugin's second record)
     unmatched: dict[str, str] = field(default_factory=dict)  # junit entries of no collected test (collection errors)
     plugin_outcomes: dict[str, str] = field(default_factory=dict)  # the plugin's independent record
+    guard: GuardEvidence | None = None  # the guard's stream, when the run was guarded
 
     @property
     def exit_code(self) -> int | None:
@@ -121,9 +123,11 @@ def clean_env(inv: PytestInvocation, *, home: Path) -> dict[str, str]:
 
 
 def run_pytest(inv: PytestInvocation, *, sandbox: str | None = None, replacement: tuple[str, str] | None = None,
-               readonly: tuple[str, ...] = (), limits: Limits | None = None) -> PytestRun:
+               readonly: tuple[str, ...] = (), limits: Limits | None = None,
+               guard: GuardSetup | None = None) -> PytestRun:
     """Run pytest for `inv`.  `sandbox` None runs in place on the host (trusted code only);
-    "bwrap" / "none" run in a private view via `sandbox.run_sandboxed`, with `replacement` applied."""
+    "bwrap" / "none" run in a private view via `sandbox.run_sandboxed`, with `replacement` applied.
+    `guard`: run pytest under the in-process guard and return its evidence stream too."""
     with tempfile.TemporaryDirectory(prefix="erb-run-") as tmp:
         out = Path(tmp)
         junit, collect = out / "junit.xml", out / "collected.json"
@@ -138,18 +142,27 @@ def run_pytest(inv: PytestInvocation, *, sandbox: str | None = None, replacement
         if wanted_coverage is not None:  # written inside the run's writable folder, kept afterwards
             inv = dataclasses.replace(inv, coverage_data=out / "coverage.sqlite")
         argv = inv.argv(junit)
+        channel = GuardChannel(guard, out) if guard is not None else None
+        if channel is not None:
+            argv[1:3] = ["-m", BOOTSTRAP]  # python -m _execrepobench_guard <pytest args>
+            env.update(channel.env())
         if sandbox is None:
             if replacement is not None:
                 raise ValueError("a replacement file needs a sandbox mode")
-            proc = run_command(argv, cwd=inv.root, env=env, timeout_s=inv.timeout_s)
+            proc = run_command(argv, cwd=inv.root, env=env, timeout_s=inv.timeout_s,
+                               pass_fds=channel.pass_fds if channel else ())
         else:
             run = SandboxRun(tuple(argv), inv.root, out, env, inv.timeout_s, replacement=replacement,
                              readonly=readonly, visible=(Path(inv.python).parents[1], PLUGIN_DIR),
-                             limits=limits or Limits())
+                             limits=limits or Limits(), pass_fds=channel.pass_fds if channel else ())
             proc = run_sandboxed(run, sandbox)
+        evidence = None
+        if channel is not None:
+            evidence = channel.read()
+            channel.close()
         if wanted_coverage is not None and inv.coverage_data.exists():
             shutil.copyfile(inv.coverage_data, wanted_coverage)
-        return _read_run(out, junit, collect, proc, inv.timeout_s)
+        return dataclasses.replace(_read_run(out, junit, collect, proc, inv.timeout_s), guard=evidence)
 
 
 def _read_json(path: Path):

@@ -54,6 +54,7 @@ class SandboxRun:
     readonly: tuple[str, ...] = ()  # repo-relative paths kept read-only inside the view
     visible: tuple[Path, ...] = ()  # host paths the run must still see if they live under /tmp
     limits: Limits = field(default_factory=Limits)
+    pass_fds: tuple[int, ...] = ()  # descriptors the command inherits (the guard's key pipe and stream)
 
 
 def strong_available() -> str | None:
@@ -111,7 +112,7 @@ def _run_strong(run: SandboxRun, scratch: Path) -> ProcessResult:
 
     try:
         return run_command(argv, cwd=Path("/"), env={"PATH": "/usr/local/bin:/usr/bin:/bin"},
-                           timeout_s=run.timeout_s, preexec=preexec)
+                           timeout_s=run.timeout_s, preexec=preexec, pass_fds=run.pass_fds)
     finally:
         if group is not None:
             group.kill_and_remove()
@@ -126,7 +127,7 @@ def _run_weak(run: SandboxRun, scratch: Path) -> ProcessResult:
     env["PYTHONPATH"] = ":".join(p for p in (str(copy), str(copy / "src"), env.get("PYTHONPATH", "")) if p)
     argv = [a.replace(str(run.root), str(copy)) for a in run.argv]
     return run_command(argv, cwd=copy, env=env, timeout_s=run.timeout_s,
-                       preexec=lambda: apply_rlimits(run.limits))
+                       preexec=lambda: apply_rlimits(run.limits), pass_fds=run.pass_fds)
 
 
 def run_sandboxed(run: SandboxRun, mode: str = STRONG) -> ProcessResult:

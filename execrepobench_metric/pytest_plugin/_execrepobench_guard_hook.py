@@ -1,0 +1,338 @@
+"""The in-process guard's brain: one PEP 578 audit hook, installed before any repository code runs.
+
+`install()` builds the hook as a closure.  Everything it uses afterwards - the evidence key and file
+descriptor, the integrity snapshots, the original thread/exit/signal functions, the constants below,
+the builtins it calls - lives in that closure, never read through a module global.  Audit hooks
+cannot be listed or removed from Python, and the hook refuses the ways to reach a closure (gc object
+queries, frames) to code attributed to the masked file.
+
+Attribution: an event is the completion's when a frame of the masked file (or of code that code made
+with exec / FunctionType / a file written during the run) is on the stack, or when it happens in a
+thread such code started.  Such events (DIRECT, frame attributes, code replacement, re-imports of
+machinery modules, touching /proc or the evidence files, threads, signal handlers, process exit) are
+refused unless the ground truth triggers them too (`allowed`).  Independently of attribution, the
+protected namespaces must not change (`_execrepobench_guard_integrity`).
+
+Evidence: one line per fact, `seq<TAB>kind<TAB>fields...<TAB>mac`, where mac is HMAC-SHA256 over the
+previous mac and the line, written with os.write to a descriptor the judge opened.
+"""
+import _hashlib
+import _operator
+import _thread
+import os
+import posixpath
+import sys
+
+from _execrepobench_guard_integrity import COLD, make_integrity, make_text
+
+FRAME_ATTRS = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame"})
+CODE_ATTRS = frozenset({"__code__", "__defaults__", "__kwdefaults__", "__class__", "__bases__"})
+DIRECT = {  # audit event -> kind, when attributed to the completion
+    "gc.get_objects": "gc.get_objects", "gc.get_referrers": "gc.get_referrers", "gc.get_referents": "gc.get_referents",
+    "sys._getframe": "sys._getframe", "sys._current_frames": "sys._current_frames", "sys.settrace": "sys.settrace",
+    "sys.setprofile": "sys.setprofile", "sys.addaudithook": "sys.addaudithook", "os.kill": "signal.send",
+    "os.killpg": "signal.send", "signal.pthread_kill": "signal.send", "os.fork": "process.fork",
+    "os.forkpty": "process.fork", "subprocess.Popen": "process.spawn", "os.system": "process.spawn",
+    "os.exec": "process.spawn", "os.posix_spawn": "process.spawn", "os.spawn": "process.spawn",
+    "pty.spawn": "process.spawn", "resource.setrlimit": "resource.setrlimit", "resource.prlimit": "resource.setrlimit",
+}
+PATH_EVENTS = frozenset({"open", "os.rename", "os.remove", "os.rmdir", "os.truncate", "os.chmod", "os.link",
+                         "os.symlink", "os.chown", "os.utime", "os.chdir"})
+OWN = frozenset({"execrepobench.report", "execrepobench.item", "execrepobench.collected", "execrepobench.baseline",
+                 "execrepobench.collecterror", "execrepobench.finish", "execrepobench.exit"})
+WRAPPED = frozenset({"execrepobench.thread", "execrepobench.exit_request", "execrepobench.signal"})
+WATCH = frozenset(DIRECT) | PATH_EVENTS | OWN | WRAPPED | {"object.__getattr__", "object.__setattr__", "exec",
+                                                           "function.__new__", "import"}
+
+
+def install(cfg, key, fd, genuine, originals):
+    """cfg: mode, masked, allowed, evidence, machinery_dirs, bootstrap_modules, start, main, path_types,
+    protected, hot, rebound (see `make_integrity`).  genuine: event -> the code object allowed to raise
+    it (+ multicall, report_type).  originals: the real thread/exit/abort/signal functions."""
+    _len, _list, _map, _is, _type, _str, _bytes, _int = len, list, map, _operator.is_, type, str, bytes, int
+    _getattr, _id, _set, _sorted, _any, _frozenset = getattr, id, set, sorted, any, frozenset
+    _RuntimeError, _BaseException, _code_type, _function_type = RuntimeError, BaseException, type(install.__code__), \
+        type(install)
+    _write, _stat, _getframe, _ident, _hmac = os.write, os.stat, sys._getframe, _thread.get_ident, _hashlib.hmac_digest
+    _frames, _fspath, _realpath = sys._current_frames, os.fspath, posixpath.realpath
+    frame_attrs, code_attrs, direct, path_events, wrapped, watch, cold = FRAME_ATTRS, CODE_ATTRS, DIRECT, \
+        PATH_EVENTS, WRAPPED, WATCH, COLD
+    lock = _thread.allocate_lock()
+    mode, masked, allowed = cfg["mode"], _frozenset(cfg["masked"]), _frozenset(cfg["allowed"])
+    evidence = cfg["evidence"]
+    machinery_dirs, bootstrap_modules, start, main = (cfg["machinery_dirs"], cfg["bootstrap_modules"], cfg["start"],
+                                                      cfg["main"])
+    path_types, multicall, report_type = cfg["path_types"], genuine["multicall"], genuine["report_type"]
+    text, esc = make_text()
+    snapshot_namespace, take_snapshots, changed, group_names = make_integrity(cfg["protected"], cfg["hot"],
+                                                                              cfg["rebound"])
+    take_snapshots()
+    state = {"seq": 0, "mac": b"", "closed": False, "ran": False, "teardowns": 0}
+    busy, tainted_threads, tainted_codes, seen, items = {}, {}, {}, _set(), {}
+
+    def emit(kind, *fields):
+        with lock:
+            if state["closed"]:
+                return
+            state["seq"] += 1
+            body = "\t".join((_str(state["seq"]), kind, *_map(esc, fields))).encode("utf-8", "surrogatepass")
+            state["mac"] = mac = _hmac(key, state["mac"] + body, "sha256")
+            data = body + b"\t" + mac.hex().encode() + b"\n"
+            while data:
+                data = data[_write(fd, data):]
+
+    def is_masked(filename):
+        return (filename if _type(filename) is _str else text(filename)) in masked
+
+    def theirs(code):
+        return is_masked(code.co_filename) or _id(code) in tainted_codes
+
+    def attributed(frame):
+        """Is a frame of the masked file or of code it made on this stack (or is this its thread)?
+        Walking outwards, the module-level code of a module that existed before the run (a lazy
+        import of the standard library, say) ends the walk: what that code does is its own."""
+        me = _ident()
+        if me in tainted_threads:
+            return True
+        busy[me] = 1  # our own frame / code / id accesses below raise audit events: ignore them
+        try:
+            while frame is not None:
+                code = frame.f_code
+                if theirs(code):
+                    return True
+                if code.co_name == "<module>":
+                    return False
+                frame = frame.f_back
+            return False
+        finally:
+            busy.pop(me, None)
+
+    def direct_caller(frame):
+        me = _ident()
+        busy[me] = 1
+        try:
+            return theirs(frame.f_code)
+        finally:
+            busy.pop(me, None)
+
+    def sensitive(kind, detail=""):
+        """Record (mode "record") or judge (mode "enforce") a completion event; True = refuse it."""
+        if mode == "record" and not kind.startswith("forged"):
+            if kind not in seen:
+                seen.add(kind)
+                emit("event", kind, detail)
+            return False
+        if kind in allowed and not kind.startswith("forged"):
+            return False
+        if (kind, detail) not in seen and _len(seen) < 500:
+            seen.add((kind, detail))
+            emit("tamper", kind, detail)
+        return True
+
+    def taint(code, made_by_them):
+        """Code the completion made (compiled and run or turned into a function itself, or a module
+        file written during the run that it imports): its frames count as the completion's."""
+        filename = text(code.co_filename)
+        if not made_by_them and filename is not None and filename not in masked:
+            try:
+                if _stat(filename).st_ctime < start:
+                    return  # a file that existed before the run: stdlib, site-packages, the repository
+            except (OSError, ValueError):
+                pass
+        todo = [code]
+        while todo:
+            c = todo.pop()
+            tainted_codes[_id(c)] = c
+            todo.extend(k for k in c.co_consts if _type(k) is _code_type)
+
+    def check_integrity(names):
+        for problem in changed(names):
+            sensitive(problem)
+
+    def check_item(nodeid):
+        if nodeid in items:
+            item, fn, code = items[nodeid]
+            obj = _getattr(item, "obj", None)
+            if _getattr(obj, "__func__", obj) is not fn or (_type(fn) is _function_type and fn.__code__ is not code):
+                sensitive("integrity:item:" + nodeid)
+
+    def on_item(item):
+        obj = _getattr(item, "obj", None)
+        fn = _getattr(obj, "__func__", obj)
+        is_function = _type(fn) is _function_type
+        items[text(item.nodeid)] = (item, fn, fn.__code__ if is_function else None)
+        namespace = fn.__globals__ if is_function else None
+        label = "tests:" + esc(namespace.get("__name__")) if namespace is not None else ""
+        if namespace is not None and label not in seen:
+            seen.add(label)
+            snapshot_namespace(label, namespace, _frozenset(), "hot")
+
+    def outcome(report):
+        result, when = text(report.outcome), text(report.when)
+        if result == "failed":
+            return "failed" if when == "call" else "error"
+        return result if result in ("passed", "skipped") else "error"
+
+    def on_report(report):
+        if _type(report) is not report_type:
+            return sensitive("forged-report")
+        when = text(report.when)
+        if when == "teardown":  # the test's last report: the hot path and one cold slice
+            state["teardowns"] += 1
+            check_integrity(("hot", "cold%d" % (state["teardowns"] % cold)))
+        elif when == "call" or outcome(report) != "passed":
+            check_integrity(("hot",))
+        nodeid = text(report.nodeid)
+        check_item(nodeid)
+        emit("report", nodeid, when, outcome(report))
+        return False
+
+    def guard_event(event, args, caller):
+        """Our own events: from the genuine code only, main thread, no completion frame on the stack."""
+        if event in wrapped:
+            if caller.f_code is not genuine[event]:
+                return sensitive("forged-guard-event", event)
+            return wrapped_call(event, args, attributed(caller.f_back))
+        ok = caller.f_code is genuine.get(event) and _ident() == main and not attributed(caller)
+        if ok and event != "execrepobench.exit":
+            ok = caller.f_back is not None and caller.f_back.f_code is multicall
+        if not ok:
+            return sensitive("forged-guard-event", event)
+        if event == "execrepobench.report":
+            return on_report(args[0])
+        if event == "execrepobench.item":
+            on_item(args[0])
+        elif event == "execrepobench.baseline":
+            if not state["ran"]:  # nothing of the masked file ran yet: what pytest set up so far is its own
+                take_snapshots()
+            emit("baseline", "bootstrap" if state["ran"] else "fresh")
+        elif event == "execrepobench.collected":
+            emit("collected", *[text(item.nodeid) for item in _list(args[0].items)])
+        elif event == "execrepobench.collecterror":
+            emit("collecterror", text(args[0].nodeid))
+        elif event == "execrepobench.finish":
+            check_integrity(group_names())
+            alive = _frames()
+            if _any(ident in alive for ident in _list(tainted_threads)):
+                sensitive("thread.outlives")
+            emit("finish", _str(_int(args[0])))
+        elif event == "execrepobench.exit":
+            emit("exit", _str(_int(args[0])))
+            with lock:
+                state["closed"] = True
+        return False
+
+    def wrapped_call(event, args, theirs):
+        """Thread start, process exit, signal handler: decided here; the originals live only here."""
+        if event == "execrepobench.exit_request":
+            if theirs and sensitive("process.exit", text(args[0])):
+                return True
+            if args[0] == "_exit":
+                originals["exit"](args[1])
+            elif args[0] == "abort":
+                originals["abort"]()
+        elif event == "execrepobench.signal":
+            if theirs and sensitive("signal.handler"):
+                return True
+            args[2].append(originals["signal"](args[0], args[1]))
+        else:
+            if theirs and sensitive("thread.start"):
+                return True
+            function, fargs, kwargs, box = args
+            box.append(originals["thread"](trampoline, (function, fargs, kwargs, theirs)))
+        return False
+
+    def trampoline(function, args, kwargs, theirs):
+        me = _ident()
+        if theirs:
+            tainted_threads[me] = 1
+        try:
+            return function(*args, **kwargs)
+        finally:
+            tainted_threads.pop(me, None)
+
+    def suspicious_path(path):
+        """(kind, resolved path) when the path may lead to /proc, /dev/fd or the evidence folder, else None."""
+        if _type(path) is _bytes:
+            path = path.decode("utf-8", "replace")
+        elif _type(path) is not _str:
+            path = _fspath(path)  # a pathlib / py.path object (other types are refused before)
+        path = text(path)
+        if path is None or not ("proc" in path or "/dev/fd" in path or evidence in path):
+            return None
+        resolved = _realpath(path)
+        if evidence in resolved or evidence in path:
+            return "path:evidence", resolved
+        if resolved.startswith(("/proc/", "/dev/fd")) or resolved == "/proc" or path.startswith(("/proc/", "/dev/fd")):
+            return "path:proc", resolved
+        return None
+
+    def on_setattr(args, caller):
+        target = args[0].__code__ if _type(args[0]) is _function_type else None
+        name = text(args[1])
+        if target is not None and _type(target.co_filename) is _str and target.co_filename.startswith(machinery_dirs):
+            return sensitive("setattr:" + name, target.co_filename.rsplit("/", 1)[-1])
+        if not attributed(caller):
+            return False
+        if target is not None and (is_masked(target.co_filename) or _id(target) in tainted_codes):
+            if _type(args[2]) is _code_type:
+                taint(args[2], True)
+            return False  # the completion's own function
+        return sensitive("setattr:" + name)
+
+    def handle(event, args, caller):
+        if event in direct:
+            return attributed(caller) and sensitive(direct[event])
+        if event == "object.__getattr__":
+            return attributed(caller) and sensitive("frame:" + text(args[1]))
+        if event == "object.__setattr__":
+            return on_setattr(args, caller)
+        if event == "exec" or event == "function.__new__":
+            if _type(args[0]) is _code_type:
+                if is_masked(args[0].co_filename):
+                    state["ran"] = True
+                if attributed(caller):
+                    taint(args[0], direct_caller(caller))
+            return False
+        if event == "import":
+            return attributed(caller) and sensitive("reimport", text(args[0]))
+        if event in path_events:
+            if _type(args[0]) is _int:
+                return False
+            if not _any(_is(_type(args[0]), t) for t in path_types):
+                return attributed(caller) and sensitive("path-object")
+            found = suspicious_path(args[0])
+            return found is not None and attributed(caller) and sensitive(*found)
+        if event.startswith("ctypes."):
+            return attributed(caller) and sensitive("native", event)
+        return guard_event(event, args, caller) if event.startswith("execrepobench.") else False
+
+    def hook(event, args):
+        if event in watch:  # this runs for every audit event of the process: the common case first
+            event = text(event)
+            if event == "object.__getattr__" and text(args[1]) not in frame_attrs or \
+                    event == "object.__setattr__" and text(args[1]) not in code_attrs or \
+                    event == "import" and text(args[0]) not in bootstrap_modules:
+                return
+        elif event.startswith(("ctypes.", "execrepobench.")):
+            event = text(event)
+        else:
+            return
+        me = _ident()
+        if event is None or me in busy:
+            return
+        busy[me] = 1
+        try:
+            caller = _getframe(1)
+        finally:
+            busy.pop(me, None)
+        try:
+            block = handle(event, args, caller)
+        except _BaseException:  # the guard's own fault: reported (the judge fails the run), never a pass
+            emit("guard-error", event)
+            block = False
+        if block:
+            raise _RuntimeError("execrepobench guard: refused " + event)
+
+    sys.addaudithook(hook)
+    emit("hello", mode, *_sorted(masked))
