@@ -18,6 +18,7 @@ SETTINGS_VAR = "EXECREPOBENCH_GUARD"
 # may run: the test machinery, the import system, and what the guard's own wrappers replace.
 PROTECTED_PREFIXES = ("pytest", "_pytest", "pluggy", "unittest", "__main__", "_execrepobench_collect",
                       "_execrepobench_guard", "_execrepobench_guard_hook", "_execrepobench_guard_integrity",
+                      "_execrepobench_guard_attribution",
                       "importlib", "_frozen_importlib", "_frozen_importlib_external", "builtins", "threading",
                       "_thread", "signal", "_signal", "os", "posix", "posixpath", "pathlib", "faulthandler")
 # Checked before every test report (the path from running a test to its report); the rest of the
@@ -25,7 +26,7 @@ PROTECTED_PREFIXES = ("pytest", "_pytest", "pluggy", "unittest", "__main__", "_e
 HOT = ("builtins", "__main__", "_pytest.runner", "_pytest.reports", "_pytest.python", "_pytest.outcomes",
        "_pytest.raises", "_pytest.skipping", "_pytest.unittest", "pluggy._hooks", "pluggy._callers", "pluggy._execution",
        "pluggy._result", "_execrepobench_collect", "_execrepobench_guard", "_execrepobench_guard_hook",
-       "_execrepobench_guard_integrity")
+       "_execrepobench_guard_integrity", "_execrepobench_guard_attribution")
 # Names the machinery itself rebinds while it runs ("module" or "module.Class"; "*": in every class):
 # pytest's capture and per-test assertion hooks, exception hooks, the import system's state.
 REBOUND = {"sys": ("stdin", "stdout", "stderr", "__stdin__", "__stdout__", "__stderr__", "last_type", "last_value",

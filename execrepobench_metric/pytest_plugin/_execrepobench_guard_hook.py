@@ -6,9 +6,8 @@ the builtins it calls - lives in that closure, never read through a module globa
 cannot be listed or removed from Python, and the hook refuses the ways to reach a closure (gc object
 queries, frames) to code attributed to the masked file.
 
-Attribution: an event is the completion's when a frame of the masked file (or of code that code made
-with exec / FunctionType / a file written during the run) is on the stack, or when it happens in a
-thread such code started.  Such events (DIRECT, frame attributes, code replacement, re-imports of
+Attribution (`_execrepobench_guard_attribution`): an event is the completion's when a frame of the
+masked file (or of code that code made) is on the stack, or in a thread such code started.  Such events (DIRECT, frame attributes, code replacement, re-imports of
 machinery modules, touching /proc or the evidence files, threads, signal handlers, process exit) are
 refused unless the ground truth triggers them too (`allowed`).  Independently of attribution, the
 protected namespaces must not change (`_execrepobench_guard_integrity`).
@@ -23,6 +22,7 @@ import os
 import posixpath
 import sys
 
+from _execrepobench_guard_attribution import make_attribution
 from _execrepobench_guard_integrity import COLD, make_integrity, make_text
 
 FRAME_ATTRS = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame"})
@@ -51,24 +51,25 @@ def install(cfg, key, fd, genuine, originals):
     it (+ multicall, report_type).  originals: the real thread/exit/abort/signal functions."""
     _len, _list, _map, _is, _type, _str, _bytes, _int = len, list, map, _operator.is_, type, str, bytes, int
     _getattr, _id, _set, _sorted, _any, _frozenset = getattr, id, set, sorted, any, frozenset
-    _RuntimeError, _BaseException, _code_type, _function_type = RuntimeError, BaseException, type(install.__code__), \
-        type(install)
-    _write, _stat, _getframe, _ident, _hmac = os.write, os.stat, sys._getframe, _thread.get_ident, _hashlib.hmac_digest
+    _RuntimeError, _BaseException, _OSError = RuntimeError, BaseException, OSError
+    _code_type, _function_type = type(install.__code__), type(install)
+    _write, _getframe, _ident, _hmac = os.write, sys._getframe, _thread.get_ident, _hashlib.hmac_digest
     _frames, _fspath, _realpath = sys._current_frames, os.fspath, posixpath.realpath
     frame_attrs, code_attrs, direct, path_events, wrapped, watch, cold = FRAME_ATTRS, CODE_ATTRS, DIRECT, \
         PATH_EVENTS, WRAPPED, WATCH, COLD
     lock = _thread.allocate_lock()
     mode, masked, allowed = cfg["mode"], _frozenset(cfg["masked"]), _frozenset(cfg["allowed"])
     evidence = cfg["evidence"]
-    machinery_dirs, bootstrap_modules, start, main = (cfg["machinery_dirs"], cfg["bootstrap_modules"], cfg["start"],
-                                                      cfg["main"])
+    machinery_dirs, bootstrap_modules, main = cfg["machinery_dirs"], cfg["bootstrap_modules"], cfg["main"]
     path_types, multicall, report_type = cfg["path_types"], genuine["multicall"], genuine["report_type"]
     text, esc = make_text()
     snapshot_namespace, take_snapshots, changed, group_names = make_integrity(cfg["protected"], cfg["hot"],
                                                                               cfg["rebound"])
     take_snapshots()
+    is_masked, attributed, direct_caller, taint, busy, tainted_threads, tainted_codes = make_attribution(
+        masked, cfg["start"], text)
     state = {"seq": 0, "mac": b"", "closed": False, "ran": False, "teardowns": 0}
-    busy, tainted_threads, tainted_codes, seen, items = {}, {}, {}, _set(), {}
+    seen, items = _set(), {}
 
     def emit(kind, *fields):
         with lock:
@@ -78,42 +79,14 @@ def install(cfg, key, fd, genuine, originals):
             body = "\t".join((_str(state["seq"]), kind, *_map(esc, fields))).encode("utf-8", "surrogatepass")
             state["mac"] = mac = _hmac(key, state["mac"] + body, "sha256")
             data = body + b"\t" + mac.hex().encode() + b"\n"
-            while data:
-                data = data[_write(fd, data):]
+            try:
+                while data:
+                    data = data[_write(fd, data):]
+            except _OSError:  # the descriptor is gone: the record stays incomplete (never a pass)
+                state["closed"] = True
 
-    def is_masked(filename):
-        return (filename if _type(filename) is _str else text(filename)) in masked
-
-    def theirs(code):
-        return is_masked(code.co_filename) or _id(code) in tainted_codes
-
-    def attributed(frame):
-        """Is a frame of the masked file or of code it made on this stack (or is this its thread)?
-        Walking outwards, the module-level code of a module that existed before the run (a lazy
-        import of the standard library, say) ends the walk: what that code does is its own."""
-        me = _ident()
-        if me in tainted_threads:
-            return True
-        busy[me] = 1  # our own frame / code / id accesses below raise audit events: ignore them
-        try:
-            while frame is not None:
-                code = frame.f_code
-                if theirs(code):
-                    return True
-                if code.co_name == "<module>":
-                    return False
-                frame = frame.f_back
-            return False
-        finally:
-            busy.pop(me, None)
-
-    def direct_caller(frame):
-        me = _ident()
-        busy[me] = 1
-        try:
-            return theirs(frame.f_code)
-        finally:
-            busy.pop(me, None)
+    def forked():  # a forked child (multiprocessing, a test's fork) writes nothing more on our record
+        state["closed"] = True
 
     def sensitive(kind, detail=""):
         """Record (mode "record") or judge (mode "enforce") a completion event; True = refuse it."""
@@ -128,22 +101,6 @@ def install(cfg, key, fd, genuine, originals):
             seen.add((kind, detail))
             emit("tamper", kind, detail)
         return True
-
-    def taint(code, made_by_them):
-        """Code the completion made (compiled and run or turned into a function itself, or a module
-        file written during the run that it imports): its frames count as the completion's."""
-        filename = text(code.co_filename)
-        if not made_by_them and filename is not None and filename not in masked:
-            try:
-                if _stat(filename).st_ctime < start:
-                    return  # a file that existed before the run: stdlib, site-packages, the repository
-            except (OSError, ValueError):
-                pass
-        todo = [code]
-        while todo:
-            c = todo.pop()
-            tainted_codes[_id(c)] = c
-            todo.extend(k for k in c.co_consts if _type(k) is _code_type)
 
     def check_integrity(names):
         for problem in changed(names):
@@ -334,5 +291,6 @@ def install(cfg, key, fd, genuine, originals):
         if block:
             raise _RuntimeError("execrepobench guard: refused " + event)
 
+    os.register_at_fork(after_in_child=forked)
     sys.addaudithook(hook)
     emit("hello", mode, *_sorted(masked))

@@ -1,0 +1,208 @@
+"""The in-process guard on the fixture repositories: evidence stream, attribution, allowances, refusals.
+
+The corpus on a real PyPI repository is in test_guard_corpus.py."""
+import dataclasses
+import hashlib
+import hmac
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+import guard_attacks as corpus
+from conftest import make_sample
+from execrepobench.builder.verify import verify_one
+from execrepobench_metric.guard import GuardSetup, read_evidence, verify_lines
+from execrepobench_metric.judge import JudgeConfig, judge
+from execrepobench_metric.sandbox import strong_available
+
+needs_bwrap = pytest.mark.skipif(strong_available() is not None, reason=f"no bwrap sandbox: {strong_available()}")
+CLAMP_TESTS = ("tests/test_mathx.py::test_clamp_inside", "tests/test_mathx.py::test_clamp_edges")
+ON, OFF = JudgeConfig(timeout_s=60), JudgeConfig(timeout_s=60, guard="off")
+
+
+def _stream(key: bytes, rows: list[list[str]]) -> bytes:
+    """A stream in the guard's format: seq, kind, fields, chained HMAC-SHA256."""
+    out, prev = b"", b""
+    for seq, row in enumerate(rows, 1):
+        body = "\t".join([str(seq), *row]).encode()
+        prev = hmac.new(key, prev + body, hashlib.sha256).digest()
+        out += body + b"\t" + prev.hex().encode() + b"\n"
+    return out
+
+
+def test_evidence_stream_detects_every_change():
+    key = b"k" * 32
+    rows = [["hello", "enforce", "/r/m.py"], ["collected", "t::a", "t::b"], ["report", "t::a", "call", "failed"],
+            ["report", "t::b", "call", "passed"], ["finish", "1"], ["exit", "1"]]
+    good = _stream(key, rows)
+    ev = read_evidence(good, key)
+    assert ev.problem == "" and ev.outcomes == {"t::a": "failed", "t::b": "passed"} and ev.exit_code == 1
+    lines = good.splitlines(keepends=True)
+    forged = good.replace(b"t::a\tcall\tfailed", b"t::a\tcall\tpassed")
+    assert "bad mac" in read_evidence(forged, key).problem
+    assert read_evidence(b"".join(lines[:2] + lines[3:]), key).problem  # a line dropped
+    assert read_evidence(b"".join([lines[0], lines[2], lines[1]] + lines[3:]), key).problem  # reordered
+    assert read_evidence(good + b"1\treport\tt::a\tcall\tpassed\t00\n", key).problem  # appended garbage
+    assert read_evidence(good[:-5], key).problem  # cut inside a line
+    assert read_evidence(_stream(b"x" * 32, rows), key).problem  # another key
+    cut = read_evidence(b"".join(lines[:4]), key)  # cut at a line boundary: valid, but never finished
+    assert cut.problem == "" and cut.exit_code is None and not cut.finished
+    assert read_evidence(_stream(key, rows + [["report", "t::a", "call", "passed"]]), key).problem  # after exit
+    assert verify_lines(b"", key) == ([], "")
+    with pytest.raises(ValueError):
+        GuardSetup("off", "m.py")
+
+
+@pytest.fixture(scope="module")
+def clamp(built_minirepo):
+    return make_sample(built_minirepo, "minirepo/mathx.py", "return value", judged=CLAMP_TESTS)
+
+
+@needs_bwrap
+def test_ground_truth_passes_guarded_and_records_nothing(clamp):
+    for config in (ON, OFF, dataclasses.replace(ON, guard="record")):
+        v = judge(clamp, clamp.middle_code, config)
+        assert (v.passed, v.reason, v.guard_events) == (True, "passed", ()), (config.guard, v)
+    wrong = judge(clamp, "return value + 1", ON)
+    assert (wrong.passed, wrong.reason) == (False, "failed") and wrong.failing_tests
+
+
+@needs_bwrap
+@pytest.mark.parametrize("attack", [a for a in corpus.ATTACKS if a.target == "clamp"], ids=lambda a: a.name)
+def test_quick_attacks_pass_unguarded_and_are_refused(clamp, attack):
+    completion = corpus.completion(attack, "    ", "return value + 1")
+    assert corpus.old_blocklist_hits(completion, clamp.original_code) == []
+    assert judge(clamp, completion, OFF).reason == "passed"  # the attack is real
+    v = judge(clamp, completion, ON)
+    assert (v.passed, v.reason) == (False, "tampering"), v
+
+
+@needs_bwrap
+@pytest.mark.parametrize("completion,kind", [
+    ('import os as _o; getattr(_o, "_ex" + "it")(0)', "process.exit"),
+    ('import sys as _s; getattr(vars(_s)["modules"]["posix"], "_ex" + "it")(0)', "process.exit"),
+    ('import os as _o; _o.abort()', "process.exit"),
+    ('import faulthandler as _f; _f._sigsegv()', "process.exit"),
+    ('import os as _o; getattr(_o, "ex" + "ecv")("/bin/true", ["true"])', "process.spawn"),
+    ('import os as _o; getattr(_o, "ki" + "ll")(_o.getpid(), 9)', "signal.send"),
+    ('import sys as _s; vars(_s)["modules"]["built" + "ins"].__dict__["__imp" + "ort__"]("ct" + "ypes").CDLL(None)',
+     "native"),
+    ('import sys as _s; del vars(_s)["modules"]["_thread"]; import _thread; return value + 1', "reimport"),
+    ('open("/proc/self/mem", "rb"); return value + 1', "path:proc"),
+    ('import os as _o; _o.chdir("/"); open("proc/self/environ"); return value', "path:proc"),
+    ('import sys as _s; _s.audit("execrepobench.report", None); return value', "forged-guard-event"),
+])
+def test_exits_signals_native_code_and_forged_events_are_refused(clamp, completion, kind):
+    v = judge(clamp, completion, ON)
+    assert (v.passed, v.reason) == (False, "tampering") and any(e.startswith(kind) for e in v.guard_events), v
+
+
+@needs_bwrap
+def test_the_stream_descriptor_cannot_be_used_from_inside(clamp):
+    scribble = ('import os as _o\n    for _fd in range(3, 64):\n        try:\n'
+                '            _o.write(_fd, b"1\\treport\\tx\\tcall\\tpassed\\t00\\n")\n'
+                '        except OSError:\n            pass\n    return value')
+    v = judge(clamp, scribble, ON)
+    assert (v.passed, v.reason) == (False, "tampering") and "damaged" in v.detail, v
+    closer = 'import os as _o; _o.closerange(3, 64); return value'
+    v = judge(clamp, closer, ON)
+    assert not v.passed and v.reason in ("crashed", "tampering"), v
+
+
+@needs_bwrap
+def test_honest_words_in_strings_and_comments_pass(clamp):
+    """What the old blocklist failed as tampering is honest text: the guard judges what code does."""
+    honest = [
+        'return value  # never kill or fork here: the signal handler of pytest owns that',
+        'msg = "kill -9, fork(), signal, atexit, ctypes, builtins, importlib, conftest, junit, pytest"\n'
+        '    return value',
+        'return value if "sys.modules" or "os._exit" else value',
+    ]
+    for completion in honest:
+        assert corpus.old_blocklist_hits(completion, clamp.original_code), completion
+        v = judge(clamp, completion, ON)
+        assert (v.passed, v.reason) == (True, "passed"), (completion, v)
+
+
+@pytest.fixture(scope="module")
+def guardrepo(tmp_path_factory):
+    """A repository whose code itself uses frames and namedtuple, built by the real builder."""
+    import json
+
+    from execrepobench.builder.build import BuildConfig, build
+    from execrepobench.builder.manifest import parse_manifest
+    from execrepobench_dataset.record import read_jsonl
+
+    base = tmp_path_factory.mktemp("guardrepo")
+    patch = pytest.MonkeyPatch()
+    patch.setenv("EXECREPOBENCH_CACHE", str(base / "cache"))  # this module's own cache
+    repo = base / "guardrepo"
+    (repo / "guardrepo").mkdir(parents=True)
+    (repo / "tests").mkdir()
+    (repo / "pyproject.toml").write_text('[project]\nname = "guardrepo"\nversion = "0.1"\n\n[build-system]\n'
+                                         'requires = ["setuptools"]\nbuild-backend = "setuptools.build_meta"\n')
+    (repo / "guardrepo" / "__init__.py").write_text("")
+    (repo / "guardrepo" / "core.py").write_text(
+        "import sys\n\n\ndef caller_name():\n    return sys._getframe(1).f_code.co_name\n\n\n"
+        "def double(x):\n    return x * 2\n")
+    (repo / "tests" / "test_core.py").write_text(
+        "from guardrepo.core import caller_name, double\n\n\ndef test_caller_name():\n"
+        "    assert caller_name() == 'test_caller_name'\n\n\ndef test_double():\n    assert double(4) == 8\n")
+    text = f'[[repo]]\nsource = "path:{repo}"\nname = "guardrepo"\nsamples_per_repo = 1\n'
+    summary = build(BuildConfig(manifest=parse_manifest(text, base), out=base / "out", baseline_runs=1,
+                                progress=False, verify=False))
+    rep = summary["repos"][0]
+    assert rep["status"] == "ok", rep
+    env = json.loads((Path(rep["environment"]["python"]).parents[2] / "env.json").read_text())
+    first = next(read_jsonl(base / "out" / "samples.jsonl"))
+    yield {"root": Path(env["spec"]["project_root"]), "env_key": rep["env_key"], "pinned": rep["pinned"],
+           "test_command": first.test_command}
+    patch.undo()
+
+
+@needs_bwrap
+def test_what_the_ground_truth_does_is_recorded_and_allowed(guardrepo):
+    frames = make_sample(guardrepo, "guardrepo/core.py", "return sys._getframe(1).f_code.co_name",
+                         judged=("tests/test_core.py::test_caller_name",))
+    out = verify_one(frames, ON)
+    assert out.kept, out
+    assert out.sample.guard_allowed == ("sys._getframe",)  # recorded by the first ground-truth run
+    allowed = out.sample
+    assert judge(frames, frames.middle_code, ON).reason == "tampering"  # without the allowance
+    assert judge(allowed, allowed.middle_code, ON).passed
+    # another way to the same answer through the same allowed event: fine
+    assert judge(allowed, "return sys._getframe().f_back.f_code.co_name", ON).passed
+    # what the ground truth never does stays refused
+    gc_way = "import gc; gc.get_objects(); return sys._getframe(1).f_code.co_name"
+    v = judge(allowed, gc_way, ON)
+    assert v.reason == "tampering" and v.guard_events == ("gc.get_objects",), v
+    # a sample of the same file whose tests never run the frame code allows nothing
+    double = make_sample(guardrepo, "guardrepo/core.py", "return x * 2", judged=("tests/test_core.py::test_double",))
+    out = verify_one(double, ON)
+    assert out.kept and out.sample.guard_allowed == ()
+    cheat = 'import sys as _s; return 8 if _s._getframe(1).f_code.co_name == "test_double" else x'
+    assert judge(out.sample, cheat, OFF).passed
+    assert judge(out.sample, cheat, ON).reason == "tampering"
+
+
+@needs_bwrap
+def test_weak_sandbox_is_guarded_too(clamp):
+    weak = dataclasses.replace(ON, sandbox="none")
+    assert judge(clamp, clamp.middle_code, weak).passed
+    attack = next(a for a in corpus.ATTACKS if a.name == "mini_gc")
+    completion = corpus.completion(attack, "    ", "return value + 1")
+    assert judge(clamp, completion, dataclasses.replace(OFF, sandbox="none")).passed
+    assert judge(clamp, completion, weak).reason == "tampering"
+
+
+def test_bootstrap_strips_only_our_plugin_option():
+    sys.path.insert(0, str(Path(__file__).parents[1] / "execrepobench_metric" / "pytest_plugin"))
+    try:
+        import _execrepobench_guard as bootstrap
+    finally:
+        sys.path.pop(0)
+    args = ["-q", "-p", "_execrepobench_collect", "-p", "no:cacheprovider", "--junitxml=x", "tests"]
+    assert bootstrap.pytest_args(args) == ["-q", "-p", "no:cacheprovider", "--junitxml=x", "tests"]
+    assert os.environ.get(bootstrap.SETTINGS_VAR) is None
