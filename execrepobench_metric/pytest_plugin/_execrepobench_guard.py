@@ -20,11 +20,16 @@ PROTECTED_PREFIXES = ("pytest", "_pytest", "pluggy", "unittest", "__main__", "_e
                       "_execrepobench_guard", "_execrepobench_guard_hook", "_execrepobench_guard_integrity",
                       "_execrepobench_guard_attribution",
                       "importlib", "_frozen_importlib", "_frozen_importlib_external", "builtins", "threading",
-                      "_thread", "signal", "_signal", "os", "posix", "posixpath", "pathlib", "faulthandler")
+                      "_thread", "signal", "_signal", "os", "posix", "posixpath", "pathlib", "faulthandler",
+                      "logging", "traceback", "linecache")
+# Standard-library code that takes a frame and hands out only text (see `consumers`): the modules it
+# relies on are checked whenever it does so.
+CONSUMER_MODULES = ("logging", "traceback", "linecache")
 # Checked before every test report (the path from running a test to its report); the rest of the
 # protected namespaces are checked in turns, one part after each test, and all at the session's end.
 HOT = ("builtins", "__main__", "_pytest.runner", "_pytest.reports", "_pytest.python", "_pytest.outcomes",
-       "_pytest.raises", "_pytest.skipping", "_pytest.unittest", "pluggy._hooks", "pluggy._callers", "pluggy._execution",
+       "_pytest.raises", "_pytest.skipping", "_pytest.unittest", "pluggy._hooks", "pluggy._callers",
+       "pluggy._execution",
        "pluggy._result", "_execrepobench_collect", "_execrepobench_guard", "_execrepobench_guard_hook",
        "_execrepobench_guard_integrity", "_execrepobench_guard_attribution")
 # Names the machinery itself rebinds while it runs ("module" or "module.Class"; "*": in every class):
@@ -105,7 +110,33 @@ def import_machinery() -> dict:
             "execrepobench.report": plugin.pytest_runtest_logreport.__code__,
             "execrepobench.finish": plugin.pytest_sessionfinish.__code__,
             "execrepobench.exit": main.__code__, "execrepobench.thread": start_new_thread.__code__,
-            "execrepobench.exit_request": _request_exit.__code__, "execrepobench.signal": signal.__code__}
+            "execrepobench.exit_request": _request_exit.__code__, "execrepobench.signal": signal.__code__,
+            "consumers": consumers()}
+
+
+def consumers() -> tuple:
+    """(code that takes a frame, code that must be calling it or None, whether the consumer modules
+    must be checked): the standard library's own uses of frames that hand out only text."""
+    import collections
+    import enum
+    import logging
+    import traceback
+    import typing
+
+    def nested(code, name):
+        return next(c for c in code.co_consts if getattr(c, "co_name", None) == name)
+
+    extract = traceback.StackSummary.extract.__func__.__code__
+    from_gen = traceback.StackSummary._extract_from_extended_frame_gen.__func__.__code__
+    found = [(collections.namedtuple.__code__, None, False), (typing._caller.__code__, None, False),
+             (enum.EnumType._create_.__code__, None, False),
+             (logging.currentframe.__code__, logging.Logger.findCaller.__code__, True),
+             (traceback.walk_stack.__code__, nested(extract, "extended_frame_gen"), True),
+             (traceback.walk_tb.__code__, nested(extract, "extended_frame_gen"), True),
+             (traceback._walk_tb_with_full_positions.__code__, from_gen, True)]
+    stacks = (traceback.extract_stack, traceback.format_stack, traceback.print_stack)
+    found += [(f.__code__, None, True) for f in stacks]
+    return tuple(found)
 
 
 def route_through_guard() -> dict:
@@ -169,7 +200,8 @@ def main() -> int:
            "evidence": settings["evidence"], "machinery_dirs": machinery_dirs(), "start": start,
            "bootstrap_modules": frozenset(sys.modules), "main": _thread.get_ident(),
            "path_types": (str, bytes, pathlib.PosixPath, pathlib.PurePosixPath, LocalPath),
-           "protected": frozenset(PROTECTED_PREFIXES), "rebound": REBOUND, "hot": HOT}
+           "protected": frozenset(PROTECTED_PREFIXES), "rebound": REBOUND, "hot": HOT,
+           "consumers": CONSUMER_MODULES}
     guard.install(cfg, key, settings["stream_fd"], genuine, originals)
     del key, originals
     import pytest

@@ -11,10 +11,10 @@ import _thread
 import os
 
 
-def make_attribution(masked, start, text):
+def make_attribution(masked, start, text, consumers):
     """masked: the masked file's paths; start: the run's start time (files older than it are the
-    repository's or the environment's); text: see `make_text`.  -> (is_masked, attributed,
-    direct_caller, taint, busy, tainted_threads, tainted_codes)."""
+    repository's or the environment's); text: see `make_text`; consumers: see `consumed`.
+    -> (is_masked, attributed, direct_caller, consumed, taint, busy, tainted_threads, tainted_codes)."""
     _type, _str, _id, _stat, _ident = type, str, id, os.stat, _thread.get_ident
     _OSError, _ValueError, _code_type = OSError, ValueError, type(make_attribution.__code__)
     busy, tainted_threads, tainted_codes = {}, {}, {}
@@ -53,6 +53,23 @@ def make_attribution(masked, start, text):
         finally:
             busy.pop(me, None)
 
+    def consumed(frame):
+        """For a frame access made by standard-library code that uses the frame itself and hands out
+        nothing but text (namedtuple's module name, logging's caller, traceback's formatting):
+        False when that is so by construction, True when so only while those modules' namespaces are
+        unchanged (the caller must check), None when the access is not such a case.  `consumers`:
+        (code that made the access, code that must be its caller or None, needs the check)."""
+        me = _ident()
+        busy[me] = 1
+        try:
+            code = frame.f_code
+            for inner, outer, needs_check in consumers:
+                if code is inner and (outer is None or (frame.f_back is not None and frame.f_back.f_code is outer)):
+                    return needs_check
+            return None
+        finally:
+            busy.pop(me, None)
+
     def taint(code, made_by_them):
         """Code the completion made (compiled and run or turned into a function itself, or a module
         file written during the run that it imports): its frames count as the completion's."""
@@ -69,4 +86,4 @@ def make_attribution(masked, start, text):
             tainted_codes[_id(c)] = c
             todo.extend(k for k in c.co_consts if _type(k) is _code_type)
 
-    return is_masked, attributed, direct_caller, taint, busy, tainted_threads, tainted_codes
+    return is_masked, attributed, direct_caller, consumed, taint, busy, tainted_threads, tainted_codes

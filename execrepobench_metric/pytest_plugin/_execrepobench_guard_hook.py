@@ -7,9 +7,10 @@ cannot be listed or removed from Python, and the hook refuses the ways to reach 
 queries, frames) to code attributed to the masked file.
 
 Attribution (`_execrepobench_guard_attribution`): an event is the completion's when a frame of the
-masked file (or of code that code made) is on the stack, or in a thread such code started.  Such events (DIRECT, frame attributes, code replacement, re-imports of
-machinery modules, touching /proc or the evidence files, threads, signal handlers, process exit) are
-refused unless the ground truth triggers them too (`allowed`).  Independently of attribution, the
+masked file (or of code that code made) is on the stack, or in a thread such code started.  Such
+events (DIRECT, frame attributes, code replacement, re-imports of machinery modules, touching /proc or
+the evidence files, threads, signal handlers, process exit) are refused unless the ground truth
+triggers them too (`allowed`).  Independently of attribution, the
 protected namespaces must not change (`_execrepobench_guard_integrity`).
 
 Evidence: one line per fact, `seq<TAB>kind<TAB>fields...<TAB>mac`, where mac is HMAC-SHA256 over the
@@ -63,11 +64,11 @@ def install(cfg, key, fd, genuine, originals):
     machinery_dirs, bootstrap_modules, main = cfg["machinery_dirs"], cfg["bootstrap_modules"], cfg["main"]
     path_types, multicall, report_type = cfg["path_types"], genuine["multicall"], genuine["report_type"]
     text, esc = make_text()
-    snapshot_namespace, take_snapshots, changed, group_names = make_integrity(cfg["protected"], cfg["hot"],
-                                                                              cfg["rebound"])
+    snapshot_namespace, take_snapshots, changed, group_names = make_integrity(
+        cfg["protected"], cfg["hot"], cfg["rebound"], cfg["consumers"])
     take_snapshots()
-    is_masked, attributed, direct_caller, taint, busy, tainted_threads, tainted_codes = make_attribution(
-        masked, cfg["start"], text)
+    is_masked, attributed, direct_caller, consumed, taint, busy, tainted_threads, tainted_codes = make_attribution(
+        masked, cfg["start"], text, genuine["consumers"])
     state = {"seq": 0, "mac": b"", "closed": False, "ran": False, "teardowns": 0}
     seen, items = _set(), {}
 
@@ -103,8 +104,16 @@ def install(cfg, key, fd, genuine, originals):
         return True
 
     def check_integrity(names):
-        for problem in changed(names):
+        problems = changed(names)
+        for problem in problems:
             sensitive(problem)
+        return not problems
+
+    def frame_access(kind, caller):
+        how = consumed(caller)  # the standard library using a frame itself, handing out only text
+        if how is not None and (not how or check_integrity(("consumers",))):
+            return False
+        return attributed(caller) and sensitive(kind)
 
     def check_item(nodeid):
         if nodeid in items:
@@ -238,10 +247,12 @@ def install(cfg, key, fd, genuine, originals):
         return sensitive("setattr:" + name)
 
     def handle(event, args, caller):
+        if event == "sys._getframe":
+            return frame_access("sys._getframe", caller)
         if event in direct:
             return attributed(caller) and sensitive(direct[event])
         if event == "object.__getattr__":
-            return attributed(caller) and sensitive("frame:" + text(args[1]))
+            return frame_access("frame:" + text(args[1]), caller)
         if event == "object.__setattr__":
             return on_setattr(args, caller)
         if event == "exec" or event == "function.__new__":

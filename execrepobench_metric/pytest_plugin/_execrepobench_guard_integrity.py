@@ -35,10 +35,11 @@ def make_text():
     return text, esc
 
 
-def make_integrity(prefixes, hot, rebound):
+def make_integrity(prefixes, hot, rebound, consumers=()):
     """-> (snapshot_namespace, take_snapshots, changed, group_names).  prefixes: top-level module names
-    protected; hot: module names checked before every test report; rebound: "module" or "module.Class"
-    (or "*": every class) -> names the machinery rebinds itself."""
+    protected; hot: module names checked before every test report; consumers: top-level names of the
+    modules checked on demand (group "consumers"); rebound: "module" or "module.Class" (or "*": every
+    class) -> names the machinery rebinds itself."""
     _len, _list, _map, _all, _is, _type, _tuple, _dict = len, list, map, all, _operator.is_, type, tuple, dict
     _vars, _zip, _issubclass, _sorted, _set, _frozenset = vars, zip, issubclass, sorted, set, frozenset
     _qualname, _RuntimeError, _module_type = type.__dict__["__qualname__"].__get__, RuntimeError, type(sys)
@@ -46,6 +47,7 @@ def make_integrity(prefixes, hot, rebound):
     _gettrace, _getprofile, modules, _sys_vars, cold = sys.gettrace, sys.getprofile, sys.modules, vars(sys), COLD
     text, esc = make_text()
     prefixes, hot, everywhere = _frozenset(prefixes), _frozenset(hot), _frozenset(rebound.get("*", ()))
+    consumers = _frozenset(consumers)
     snaps, groups, stale, trace_now = [], {}, _set(), []
 
     def contents(mapping):  # a namespace's values, or a list's items
@@ -58,7 +60,9 @@ def make_integrity(prefixes, hot, rebound):
         if skip - everywhere:
             group = "filtered"
         elif group is None:
-            group = "hot" if label.partition(":")[2] in hot else "cold%d" % (_len(snaps) % cold)
+            module = label.partition(":")[2]
+            group = "hot" if module in hot else "consumers" if module.split(".")[0] in consumers else \
+                "cold%d" % (_len(snaps) % cold)
         keys = filtered(mapping, skip) if group == "filtered" else _list(mapping)
         values = _list(_map(mapping.get, keys)) if group == "filtered" else _list(contents(mapping))
         snaps.append([label, mapping, skip, keys, values, group, _len(mapping)])
