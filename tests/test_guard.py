@@ -168,6 +168,8 @@ def guardrepo(tmp_path_factory):
     (repo / "guardrepo" / "core.py").write_text(
         "import sys\n\n\ndef caller_name():\n    return sys._getframe(1).f_code.co_name\n\n\n"
         "def double(x):\n    return x * 2\n")
+    (repo / "conftest.py").write_text('def pytest_configure(config):\n'
+                                      '    config.addinivalue_line("markers", "slow: a slow test")\n')
     (repo / "tests" / "test_core.py").write_text(
         "from guardrepo.core import caller_name, double\n\n\ndef test_caller_name():\n"
         "    assert caller_name() == 'test_caller_name'\n\n\ndef test_double():\n    assert double(4) == 8\n")
@@ -206,6 +208,15 @@ def test_what_the_ground_truth_does_is_recorded_and_allowed(guardrepo):
     cheat = 'import sys as _s; return 8 if _s._getframe(1).f_code.co_name == "test_double" else x'
     assert judge(out.sample, cheat, OFF).passed
     assert judge(out.sample, cheat, ON).reason == "tampering"
+
+
+@needs_bwrap
+def test_a_masked_file_the_test_machinery_runs_is_never_verified(guardrepo):
+    """A conftest (or pytest plugin, or pytest's own dependency) judges its own tests: no verdict."""
+    plugin = make_sample(guardrepo, "conftest.py", 'config.addinivalue_line("markers", "slow: a slow test")',
+                         judged=("tests/test_core.py::test_double",))
+    out = verify_one(plugin, ON)
+    assert out.reason == "gt_failed" and "machinery-under-test" in out.detail, out
 
 
 @needs_bwrap

@@ -195,8 +195,11 @@ def main() -> int:
     import _execrepobench_collect as plugin
     import _execrepobench_guard_hook as guard
 
-    masked = os.path.join(os.getcwd(), settings["masked"])
-    cfg = {"mode": settings["mode"], "masked": {masked, os.path.realpath(masked)}, "allowed": settings["allowed"],
+    masked = {os.path.join(os.getcwd(), settings["masked"])}
+    masked.add(os.path.realpath(next(iter(masked))))
+    loaded = {getattr(m, "__file__", None) for m in list(sys.modules.values())}
+    cfg = {"mode": settings["mode"], "masked": masked, "allowed": settings["allowed"],
+           "masked_in_machinery": bool(masked & loaded),
            "evidence": settings["evidence"], "machinery_dirs": machinery_dirs(), "start": start,
            "bootstrap_modules": frozenset(sys.modules), "main": _thread.get_ident(),
            "path_types": (str, bytes, pathlib.PosixPath, pathlib.PurePosixPath, LocalPath),

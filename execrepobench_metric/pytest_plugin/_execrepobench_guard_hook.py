@@ -42,8 +42,12 @@ PATH_EVENTS = frozenset({"open", "os.rename", "os.remove", "os.rmdir", "os.trunc
 OWN = frozenset({"execrepobench.report", "execrepobench.item", "execrepobench.collected", "execrepobench.baseline",
                  "execrepobench.collecterror", "execrepobench.finish", "execrepobench.exit"})
 WRAPPED = frozenset({"execrepobench.thread", "execrepobench.exit_request", "execrepobench.signal"})
-WATCH = frozenset(DIRECT) | PATH_EVENTS | OWN | WRAPPED | {"object.__getattr__", "object.__setattr__", "exec",
-                                                           "function.__new__", "import"}
+NATIVE = frozenset("ctypes." + name for name in (
+    "addressof", "call_function", "cdata", "cdata/buffer", "create_string_buffer", "create_unicode_buffer", "dlopen",
+    "dlsym", "dlsym/handle", "get_errno", "set_errno", "get_last_error", "set_last_error", "string_at", "wstring_at",
+    "PyObj_FromPtr", "set_exception", "seh_exception"))
+WATCH = frozenset(DIRECT) | PATH_EVENTS | OWN | WRAPPED | NATIVE | {"object.__getattr__", "object.__setattr__", "exec",
+                                                                    "function.__new__", "import"}
 
 
 def install(cfg, key, fd, genuine, originals):
@@ -56,8 +60,8 @@ def install(cfg, key, fd, genuine, originals):
     _code_type, _function_type = type(install.__code__), type(install)
     _write, _getframe, _ident, _hmac = os.write, sys._getframe, _thread.get_ident, _hashlib.hmac_digest
     _frames, _fspath, _realpath = sys._current_frames, os.fspath, posixpath.realpath
-    frame_attrs, code_attrs, direct, path_events, wrapped, watch, cold = FRAME_ATTRS, CODE_ATTRS, DIRECT, \
-        PATH_EVENTS, WRAPPED, WATCH, COLD
+    frame_attrs, code_attrs, direct, path_events, wrapped, watch, native, cold = FRAME_ATTRS, CODE_ATTRS, DIRECT, \
+        PATH_EVENTS, WRAPPED, WATCH, NATIVE, COLD
     lock = _thread.allocate_lock()
     mode, masked, allowed = cfg["mode"], _frozenset(cfg["masked"]), _frozenset(cfg["allowed"])
     evidence = cfg["evidence"]
@@ -143,11 +147,11 @@ def install(cfg, key, fd, genuine, originals):
         if _type(report) is not report_type:
             return sensitive("forged-report")
         when = text(report.when)
-        if when == "teardown":  # the test's last report: the hot path and one cold slice
+        if when == "call" or outcome(report) != "passed":  # what decides the test: the hot path
+            check_integrity(("filtered", "hot"))
+        if when == "teardown":  # after each test, one slice of the rest in turn
             state["teardowns"] += 1
-            check_integrity(("hot", "cold%d" % (state["teardowns"] % cold)))
-        elif when == "call" or outcome(report) != "passed":
-            check_integrity(("hot",))
+            check_integrity(("cold%d" % (state["teardowns"] % cold),))
         nodeid = text(report.nodeid)
         check_item(nodeid)
         emit("report", nodeid, when, outcome(report))
@@ -173,7 +177,11 @@ def install(cfg, key, fd, genuine, originals):
                 take_snapshots()
             emit("baseline", "bootstrap" if state["ran"] else "fresh")
         elif event == "execrepobench.collected":
-            emit("collected", *[text(item.nodeid) for item in _list(args[0].items)])
+            session = args[0]
+            for plugin in _list(session.config.pluginmanager.get_plugins()):
+                if is_masked(_getattr(plugin, "__file__", None)):  # its hooks would judge its own tests
+                    emit("tamper", "machinery-under-test", "the masked file is a pytest plugin")
+            emit("collected", *[text(item.nodeid) for item in _list(session.items)])
         elif event == "execrepobench.collecterror":
             emit("collecterror", text(args[0].nodeid))
         elif event == "execrepobench.finish":
@@ -271,21 +279,24 @@ def install(cfg, key, fd, genuine, originals):
                 return attributed(caller) and sensitive("path-object")
             found = suspicious_path(args[0])
             return found is not None and attributed(caller) and sensitive(*found)
-        if event.startswith("ctypes."):
+        if event in native:
             return attributed(caller) and sensitive("native", event)
         return guard_event(event, args, caller) if event.startswith("execrepobench.") else False
 
     def hook(event, args):
-        if event in watch:  # this runs for every audit event of the process: the common case first
-            event = text(event)
-            if event == "object.__getattr__" and text(args[1]) not in frame_attrs or \
-                    event == "object.__setattr__" and text(args[1]) not in code_attrs or \
-                    event == "import" and text(args[0]) not in bootstrap_modules:
-                return
-        elif event.startswith(("ctypes.", "execrepobench.")):
-            event = text(event)
-        else:
+        # This runs for every audit event of the process (tens of thousands per run): the common
+        # cases return after one or two lookups.  C code raises its events with exact-str names.
+        if event not in watch:
             return
+        if event == "object.__getattr__":
+            if args[1] not in frame_attrs:
+                return
+        elif event == "object.__setattr__":
+            if args[1] not in code_attrs:
+                return
+        elif event == "import" and text(args[0]) not in bootstrap_modules:
+            return
+        event = text(event)
         me = _ident()
         if event is None or me in busy:
             return
@@ -305,3 +316,5 @@ def install(cfg, key, fd, genuine, originals):
     os.register_at_fork(after_in_child=forked)
     sys.addaudithook(hook)
     emit("hello", mode, *_sorted(masked))
+    if cfg["masked_in_machinery"]:  # pytest itself runs it: no verdict from it can be trusted
+        emit("tamper", "machinery-under-test", "the masked file is imported by pytest itself")

@@ -129,9 +129,9 @@ def make_integrity(prefixes, hot, rebound, consumers=()):
         return found + ["integrity:" + label + ":" + name for name in old if name not in skip]
 
     def changed(names):
-        """Integrity problems in these groups (and "filtered") since they were last checked."""
+        """Integrity problems in these groups since they were last checked."""
         found = []
-        for name in _dict.fromkeys(("filtered", *names)):
+        for name in names:
             if name in stale:
                 flatten(name)
             if name not in groups or unchanged(name):
