@@ -1,8 +1,8 @@
 """The judge's side of the in-process guard: the channel it opens, the evidence it reads back.
 
 The guard (`pytest_plugin/_execrepobench_guard*.py`) runs inside the sandboxed pytest process and
-streams each fact (collected tests, each test report, completion-attributed events, the end of the
-session, the exit) as it happens to a file descriptor opened here, one line each, chained with an
+streams each fact (collected tests, each test's call report and any setup / teardown that did not
+pass, completion-attributed events, the end of the session, the exit) as it happens to a file descriptor opened here, one line each, chained with an
 HMAC-SHA256 whose key reaches the process through a pipe it reads and closes before any repository
 code runs.  The stream is an unnamed temporary file of this process: the sandbox cannot open it by a
 path, and whatever the code under test does to the descriptor (truncate, seek, write) breaks the
@@ -14,8 +14,10 @@ import hashlib
 import hmac
 import json
 import os
+import subprocess
 import tempfile
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 
 GUARD_MODES = ("enforce", "record", "off")
@@ -92,7 +94,7 @@ def read_evidence(data: bytes, key: bytes) -> GuardEvidence:
     if not lines or lines[0][0] != "hello":
         return GuardEvidence(problem="the guard never started")
     collected, outcomes, errors, tamper, events, guard_errors = (), {}, [], [], [], []
-    finished, exit_code = False, None
+    finished, exit_code, phases = False, None, set()
     for kind, *rest in lines[1:]:
         if exit_code is not None:
             return GuardEvidence(problem="lines after the exit line")
@@ -100,6 +102,9 @@ def read_evidence(data: bytes, key: bytes) -> GuardEvidence:
             collected = tuple(rest)
         elif kind == "report" and len(rest) == 3:
             nodeid, outcome = rest[0], rest[2]
+            if (nodeid, rest[1]) in phases:  # pytest reports each phase of a test once
+                return GuardEvidence(problem=f"a second {rest[1]} report for {nodeid}")
+            phases.add((nodeid, rest[1]))
             if _RANK.get(outcome, 3) >= _RANK.get(outcomes.get(nodeid, "passed"), 0):
                 outcomes[nodeid] = outcome if outcome in _RANK else "error"
         elif kind == "collecterror":
@@ -116,6 +121,22 @@ def read_evidence(data: bytes, key: bytes) -> GuardEvidence:
             exit_code = int(rest[0])
     return GuardEvidence("", collected, outcomes, tuple(errors), tuple(tamper), tuple(sorted(set(events))),
                          tuple(guard_errors), finished, exit_code)
+
+
+def precompile(python: str, plugin_dir: Path) -> None:
+    """Byte-compile the guard's modules for this interpreter (a judged run cannot write bytecode, and
+    compiling them again in every run costs more than the guard's own start-up)."""
+    stamp = max(p.stat().st_mtime for p in plugin_dir.glob("*.py"))
+    _compile(python, str(plugin_dir), stamp)
+
+
+@lru_cache(maxsize=64)
+def _compile(python: str, plugin_dir: str, stamp: float) -> bool:
+    try:
+        return subprocess.run([python, "-m", "compileall", "-q", plugin_dir], capture_output=True,
+                              timeout=120).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        return False  # only slower: the run compiles them itself
 
 
 class GuardChannel:

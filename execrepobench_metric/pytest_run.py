@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping
 
-from .guard import BOOTSTRAP, GuardChannel, GuardEvidence, GuardSetup
+from .guard import BOOTSTRAP, GuardChannel, GuardEvidence, GuardSetup, precompile
 from .junit import JunitError, junit_key, parse_junit_file, results_by_nodeid
 from .limits import Limits
 from .process import ProcessResult, run_command
@@ -146,6 +146,7 @@ def run_pytest(inv: PytestInvocation, *, sandbox: str | None = None, replacement
         if channel is not None:
             argv[1:3] = ["-m", BOOTSTRAP]  # python -m _execrepobench_guard <pytest args>
             env.update(channel.env())
+            precompile(inv.python, PLUGIN_DIR)
         if sandbox is None:
             if replacement is not None:
                 raise ValueError("a replacement file needs a sandbox mode")

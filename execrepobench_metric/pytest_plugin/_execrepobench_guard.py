@@ -170,6 +170,10 @@ def machinery_dirs() -> tuple:
     return tuple(os.path.dirname(m.__file__) + "/" for m in (_pytest, pluggy, unittest))
 
 
+def package_dir(name: str) -> str:
+    return os.path.dirname(sys.modules[name].__file__) + "/"
+
+
 def pytest_args(argv: list) -> list:
     """The pytest arguments without `-p _execrepobench_collect`: the plugin module is handed to
     pytest as an object (it is imported here, before pytest's assertion rewriting, on purpose)."""
@@ -199,7 +203,8 @@ def main() -> int:
     masked.add(os.path.realpath(next(iter(masked))))
     loaded = {getattr(m, "__file__", None) for m in list(sys.modules.values())}
     cfg = {"mode": settings["mode"], "masked": masked, "allowed": settings["allowed"],
-           "masked_in_machinery": bool(masked & loaded),
+           "masked_in_machinery": bool(masked & loaded), "pluggy_dir": package_dir("pluggy"),
+           "pytest_dir": package_dir("_pytest"),
            "evidence": settings["evidence"], "machinery_dirs": machinery_dirs(), "start": start,
            "bootstrap_modules": frozenset(sys.modules), "main": _thread.get_ident(),
            "path_types": (str, bytes, pathlib.PosixPath, pathlib.PurePosixPath, LocalPath),

@@ -14,16 +14,17 @@ import os
 def make_attribution(masked, start, text, consumers):
     """masked: the masked file's paths; start: the run's start time (files older than it are the
     repository's or the environment's); text: see `make_text`; consumers: see `consumed`.
-    -> (is_masked, attributed, direct_caller, consumed, taint, busy, tainted_threads, tainted_codes)."""
+    -> (is_masked, attributed, direct_caller, consumed, called_by, taint, mark_ran, busy, tainted_threads,
+    tainted_codes).  Until `mark_ran()` (the masked file's code is about to run) nothing is attributed."""
     _type, _str, _id, _stat, _ident = type, str, id, os.stat, _thread.get_ident
     _OSError, _ValueError, _code_type = OSError, ValueError, type(make_attribution.__code__)
-    busy, tainted_threads, tainted_codes = {}, {}, {}
+    busy, tainted_threads, tainted_codes, ran = {}, {}, {}, []
 
     def is_masked(filename):
         return (filename if _type(filename) is _str else text(filename)) in masked
 
     def theirs(code):
-        return is_masked(code.co_filename) or _id(code) in tainted_codes
+        return is_masked(code.co_filename) or (tainted_codes and _id(code) in tainted_codes)
 
     def attributed(frame):
         """Is a frame of the masked file or of code it made on this stack (or is this its thread)?
@@ -32,6 +33,8 @@ def make_attribution(masked, start, text, consumers):
         me = _ident()
         if me in tainted_threads:
             return True
+        if not ran:  # no code of the masked file (or made by it) has run yet: nothing can be its
+            return False
         busy[me] = 1  # our own frame / code / id accesses below raise audit events: ignore them
         try:
             while frame is not None:
@@ -70,6 +73,22 @@ def make_attribution(masked, start, text, consumers):
         finally:
             busy.pop(me, None)
 
+    def called_by(frame, passing, caller_dir):
+        """Walking outwards from `frame` past frames of files under `passing` (pluggy's hook calls),
+        is the first other frame code under `caller_dir` (pytest), and not the completion's?"""
+        me = _ident()
+        busy[me] = 1
+        try:
+            while frame is not None and text(frame.f_code.co_filename).startswith(passing):
+                frame = frame.f_back
+            return frame is not None and text(frame.f_code.co_filename).startswith(caller_dir) and \
+                not theirs(frame.f_code)
+        finally:
+            busy.pop(me, None)
+
+    def mark_ran():
+        ran.append(True)
+
     def taint(code, made_by_them):
         """Code the completion made (compiled and run or turned into a function itself, or a module
         file written during the run that it imports): its frames count as the completion's."""
@@ -80,10 +99,12 @@ def make_attribution(masked, start, text, consumers):
                     return  # a file that existed before the run: stdlib, site-packages, the repository
             except (_OSError, _ValueError):
                 pass
+        ran.append(True)
         todo = [code]
         while todo:
             c = todo.pop()
             tainted_codes[_id(c)] = c
             todo.extend(k for k in c.co_consts if _type(k) is _code_type)
 
-    return is_masked, attributed, direct_caller, consumed, taint, busy, tainted_threads, tainted_codes
+    return (is_masked, attributed, direct_caller, consumed, called_by, taint, mark_ran, busy, tainted_threads,
+            tainted_codes)

@@ -15,7 +15,7 @@ import _operator
 import itertools
 import sys
 
-COLD = 16
+COLD = 64  # slices of the namespaces off the hot path: one is checked after each test, all at the end
 
 
 def make_text():
