@@ -19,8 +19,9 @@ import time
 from pathlib import Path
 
 from execrepobench.builder.agreement import mutants
-from execrepobench.builder.verify import null_fill
-from execrepobench_metric.judge import JudgeConfig, judge, load_env
+from execrepobench_metric.fills import null_fill
+from execrepobench_metric.environments import find_environment
+from execrepobench_metric.judge import JudgeConfig, judge
 from execrepobench_metric.process import run_command
 from execrepobench_metric.pytest_run import PytestInvocation, clean_env
 
@@ -29,7 +30,10 @@ from _common import verified_samples  # noqa: E402
 
 
 def official(sample, completion: str, timeout: float) -> tuple[bool, str]:
-    python, root = load_env(sample.env_key)
+    env = find_environment(sample.env_key)
+    if env is None:
+        raise SystemExit(f"environment {sample.env_key} missing: run `execrepobench prepare --dataset ...`")
+    python, root = env.python, env.root
     inv = PytestInvocation.from_test_command(sample.test_command, python=python, root=root, timeout_s=timeout)
     with tempfile.TemporaryDirectory(prefix="official-") as tmp:
         copy = Path(tmp) / "repo"

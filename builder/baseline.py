@@ -12,11 +12,11 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from execrepobench_metric.environments import Environment
 from execrepobench_metric.junit import PASSED, SKIPPED
 from execrepobench_metric.pytest_run import PytestInvocation, run_pytest
 from execrepobench_metric.sandbox import STRONG
 
-from .envs import Environment
 from .manifest import RepoSpec
 
 

@@ -20,13 +20,14 @@ from typing import Mapping
 from tqdm import tqdm
 
 from execrepobench_dataset.record import Sample, make_sample_id, read_jsonl, write_jsonl
+from execrepobench_dataset.repo_record import RepoRecord, read_repo_records, write_repo_records
 from execrepobench_dataset.version import __version__
 from execrepobench_metric.judge import JudgeConfig
 from execrepobench_metric.sandbox import WEAK
 
 from .baseline import Baseline, BaselineError
 from .context import RepoContextIndex
-from .envs import EnvError
+from .lock import EnvError
 from .manifest import Manifest, RepoSpec
 from .masking import MaskConfig, candidate_files, sample_masks, split
 from .prepare import coverage_map, prepare
@@ -142,25 +143,30 @@ def verify_repo(samples: list[Sample], wanted: int, baseline: Baseline, cov: Cov
     return final, verify_report(outcomes, final, len(baseline.passing), suite_s)
 
 
-def build_repo(spec: RepoSpec, config: BuildConfig) -> tuple[list[Sample], dict]:
+def build_repo(spec: RepoSpec, config: BuildConfig) -> tuple[list[Sample], dict, RepoRecord | None]:
+    """(samples, report, repository record) of one repository; the record is None unless it is ok."""
     folder = config.out / "repos" / spec.name
     mask = _mask_config(spec, config)
     key = _inputs_hash(spec, config, mask)
-    report_path = folder / "report.json"
-    if report_path.is_file():
+    report_path, record_path = folder / "report.json", folder / "repository.jsonl"
+    if report_path.is_file() and record_path.is_file():
         old = json.loads(report_path.read_text(encoding="utf-8"))
         if old.get("inputs_hash") == key and old.get("status") == "ok":
-            return list(read_jsonl(folder / "samples.jsonl")), {**old, "reused": True}
+            return (list(read_jsonl(folder / "samples.jsonl")), {**old, "reused": True},
+                    next(read_repo_records(record_path)))
     report: dict = {"repo": spec.name, "source": spec.source, "inputs_hash": key, "status": "error"}
     timings: dict[str, float] = {}
     t0 = time.monotonic()
     samples: list[Sample] = []
+    record: RepoRecord | None = None
     try:
         fetched = fetch(spec)
         report["pinned"] = fetched.pinned
         timings["fetch_s"] = time.monotonic() - t0
         prepared = prepare(spec, fetched, config.manifest.python, runs=config.baseline_runs,
-                           timeout_s=config.baseline_timeout_s, report=report, timings=timings)
+                           timeout_s=config.baseline_timeout_s, report=report, timings=timings,
+                           samples_per_repo=mask.samples_per_repo)
+        record = prepared.record
         env, baseline, sandbox = prepared.env, prepared.baseline, prepared.sandbox
         pool = read_pool(fetched.root)
         wanted = mask.samples_per_repo
@@ -185,38 +191,44 @@ def build_repo(spec: RepoSpec, config: BuildConfig) -> tuple[list[Sample], dict]
     report["time_s"] = round(time.monotonic() - t0, 2)
     folder.mkdir(parents=True, exist_ok=True)
     write_jsonl(samples, folder / "samples.jsonl")
+    record = record if report["status"] == "ok" else None
+    write_repo_records([record] if record else [], folder / "repository.jsonl")
     tmp = report_path.with_suffix(".json.tmp")
     tmp.write_text(json.dumps(report, indent=1, sort_keys=True), encoding="utf-8")
     os.replace(tmp, report_path)
-    return samples, report
+    return samples, report, record
 
 
 def build(config: BuildConfig) -> dict:
-    """Build every selected repository; write OUT/samples.jsonl and OUT/build_report.{json,md}."""
+    """Build every selected repository; write OUT/samples.jsonl, OUT/repositories.jsonl (one record per ok
+    repository) and OUT/build_report.{json,md}."""
     from .report import summarize, write_report
 
     repos = list(config.manifest.repos)
     if config.only:
         unknown = sorted(set(config.only) - {r.name for r in repos})
         if unknown:
-            raise ValueError(f"--repo {', '.join(unknown)}: not in manifest {config.manifest.path} "
+            raise ValueError(f"--repo {', '.join(unknown)}: not in manifest {config.manifest.path or '<inline>'} "
                              f"(it has: {', '.join(r.name for r in repos)})")
         repos = [r for r in repos if r.name in config.only]
     config.out.mkdir(parents=True, exist_ok=True)
     samples: list[Sample] = []
-    reports = []
+    reports, records = [], []
     bar = tqdm(repos, desc="build", unit="repo", disable=not config.progress)
     for spec in bar:
         bar.set_postfix_str(spec.name)
-        repo_samples, report = build_repo(spec, config)
+        repo_samples, report, record = build_repo(spec, config)
         samples += repo_samples
         reports.append(report)
+        records += [record] if record else []
         if report["status"] != "ok":
             tqdm.write(f"[{spec.name}] {report['status']}: {report.get('reason', '')}")
     tmp = config.out / "samples.jsonl.tmp"
     write_jsonl(samples, tmp)
     fingerprint = hashlib.sha256(tmp.read_bytes()).hexdigest()
     os.replace(tmp, config.out / "samples.jsonl")
+    write_repo_records(records, config.out / "repositories.jsonl.tmp")
+    os.replace(config.out / "repositories.jsonl.tmp", config.out / "repositories.jsonl")
     summary = summarize(reports, config.manifest, fingerprint)
     write_report(summary, config.out)
     return summary

@@ -2,22 +2,19 @@
 
 Each line (`repo_name`, `file_name`, `prefix_code`, `middle_code`, `suffix_code`, `context_code` as
 `[path, code]` pairs, `fill_type`) becomes one of our `Sample`s, and is then checked exactly as the
-builder checks its own samples: per repository a `path:` source over `REPOS/<repo_name>` (snapshotted
-into the cache and pinned by its tree hash), our uv environment, our sandboxed baseline (failing and
-flaky tests excluded), one coverage run, per-sample test selection and verification (ground truth
-passes, the null fill fails).  A line whose prefix+middle+suffix is not the file on disk is reported
-(`mismatched_file`) and skipped.  A repository that cannot be fetched, installed or tested is a report
-entry; the import goes on.
+builder checks its own samples: per repository a `path:` source over `REPOS/<repo_name>` (snapshotted,
+pinned as `path:NAME#tree=HASH`: ids do not depend on where repos.zip was unpacked), a lock and the
+environment made from it (records in OUT/repositories.jsonl), our sandboxed baseline, one coverage run,
+test selection and verification.  A line whose prefix+middle+suffix is not the file on disk is skipped
+(`mismatched_file`); a repository that cannot be fetched, installed or tested is a report entry.
 
-Test command - a deliberate decision: every official repository ships `evaluate_repo.py`, which runs its
-tests and reports only an exit code.  Our verdicts need per-test outcomes (junit XML, our collection
-plugin, judged test selection, the sandbox's read-only test files), so samples are judged with our
-pytest invocation over the repository (pytest's own discovery from the repository root); the official
-entry point is recorded in the report as `official_entry_point` and is never run.  Repositories whose
-tests are not pytest-discoverable therefore fail at baseline and are reported.
+Test command - a deliberate decision: every official repository ships `evaluate_repo.py`, which reports
+only an exit code.  Our verdicts need per-test outcomes (junit XML, our plugin, judged test selection,
+read-only test files), so samples are judged with our pytest invocation over the repository; the
+official entry point is recorded as `official_entry_point` and never run (repositories whose tests are
+not pytest-discoverable fail at baseline and are reported).
 
-`null_passed_share` is the share of verified official samples whose null completion passes its tests:
-samples the official harness counts although they cannot tell a right completion from an empty one.
+`null_passed_share`: the share of verified official samples whose null completion passes its tests.
 """
 from __future__ import annotations
 
@@ -32,6 +29,7 @@ from tqdm import tqdm
 
 from execrepobench_dataset.record import (FILL_TYPES, ContextFile, RecordError, Sample, make_sample_id,
                                           write_jsonl)
+from execrepobench_dataset.repo_record import RepoRecord, write_repo_records
 from execrepobench_dataset.version import __version__
 from execrepobench_metric.judge import JudgeConfig
 from execrepobench_metric.sandbox import WEAK
@@ -231,6 +229,7 @@ def _import_repo(name: str, group: list[OfficialLine], repos: Path, out: Path, c
             kept = list(converted)
         report["kept"] = len(kept)
         report["status"] = "ok" if kept else "empty"
+        report["repository"] = prepared.record.to_dict()
     except REPO_ERRORS as exc:
         report["reason"] = str(exc)
     report["null_passed_share"] = _share(report)
@@ -254,7 +253,8 @@ def import_official(jsonl: Path, repos: Path, out: Path, *, verify: bool = True,
                     progress: bool = True, baseline_runs: int = 3, gt_runs: int = 3, python: str | None = None,
                     baseline_timeout_s: float = 900.0, judge_timeout_s: float = 300.0) -> dict:
     """Import the official release; writes OUT/samples.jsonl (verified samples, or every converted
-    sample when verify=False), OUT/all_samples.jsonl (every converted sample with its test selection)
+    sample when verify=False), OUT/all_samples.jsonl (every converted sample with its test selection),
+    OUT/repositories.jsonl (the repository record of every repository with kept samples)
     and OUT/import_report.json, and returns the report.  Raises `OfficialFormatError` (naming
     file:line and field) on a bad JSONL line and ValueError when `repos` is not a folder."""
     jsonl, repos, out = Path(jsonl), Path(repos).expanduser().resolve(), Path(out)
@@ -293,6 +293,9 @@ def import_official(jsonl: Path, repos: Path, out: Path, *, verify: bool = True,
               "judge_sandbox": jconf.sandbox, "overall": overall, "repos": reports}
     _write_atomic(out / "samples.jsonl", lambda p: write_jsonl(kept, p))
     _write_atomic(out / "all_samples.jsonl", lambda p: write_jsonl(all_samples, p))
+    records = [RepoRecord.from_dict(rec) for r in reports.values()
+               if (rec := r.pop("repository", None)) and r["status"] == "ok"]
+    _write_atomic(out / "repositories.jsonl", lambda p: write_repo_records(records, p))
     _write_atomic(out / "import_report.json",
                   lambda p: p.write_text(json.dumps(report, indent=1, sort_keys=True), encoding="utf-8"))
     return report

@@ -3,17 +3,21 @@ tree being judged, the baseline, and (on demand) per-test coverage.  Shared by t
 (`build.py`) and the official-release importer (`official.py`)."""
 from __future__ import annotations
 
+import sys
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from execrepobench_dataset.repo_record import RepoRecord
+from execrepobench_metric.environments import Environment, ensure_environment
 from execrepobench_metric.pytest_run import run_pytest
 from execrepobench_metric.sandbox import STRONG, strong_available
 
 from .baseline import Baseline, BaselineError, invocation, run_baseline, top_level_modules
-from .envs import Environment, ensure_env, make_spec
+from .lock import resolve_lock
 from .manifest import RepoSpec
 from .masking import candidate_files
+from .records import draft_record, final_record
 from .selection import CoverageMap
 from .sources import FetchedSource
 
@@ -24,20 +28,28 @@ class Prepared:
     env: Environment
     baseline: Baseline
     sandbox: str | None  # "bwrap", or None when bubblewrap is unavailable (runs on the host)
+    record: RepoRecord  # what is published for this repository (repositories.jsonl)
 
 
 def baseline_sandbox() -> str | None:
     return STRONG if strong_available() is None else None
 
 
+def python_version(spec: RepoSpec, python: str | None) -> str:
+    return spec.python or python or f"{sys.version_info.major}.{sys.version_info.minor}"
+
+
 def prepare(spec: RepoSpec, fetched: FetchedSource, python: str | None, *, runs: int, timeout_s: float,
-            report: dict, timings: dict, skip_modules: tuple[str, ...] = ()) -> Prepared:
-    """Environment + import check + baseline; fills `report` and `timings` (env_s, baseline_s)."""
+            report: dict, timings: dict, skip_modules: tuple[str, ...] = (), samples_per_repo: int = 0) -> Prepared:
+    """Lock + environment (made from the lock) + import check + baseline; fills `report` and `timings`
+    (env_s, baseline_s)."""
     t0 = time.monotonic()
-    env = ensure_env(make_spec(spec.name, fetched.source_hash, fetched.root, spec.python or python,
-                               spec.extra_test_requires))
+    version = python_version(spec, python)
+    lock = resolve_lock(spec.name, fetched.source_hash, fetched.root, version, spec.extra_test_requires)
+    draft = draft_record(spec, fetched, version, lock, samples_per_repo)
+    env = ensure_environment(draft)
     report["env_key"] = env.key
-    report["environment"] = {"python": env.python, "freeze": list(env.freeze)}
+    report["environment"] = {"python": version, "lock_lines": len(lock), "freeze": list(env.freeze)}
     timings["env_s"] = time.monotonic() - t0
     modules = [m for m in top_level_modules(candidate_files(fetched.root)) if m not in skip_modules]
     sandbox = baseline_sandbox()
@@ -46,7 +58,7 @@ def prepare(spec: RepoSpec, fetched: FetchedSource, python: str | None, *, runs:
                             sandbox=sandbox)
     report["baseline"] = baseline.summary()
     timings["baseline_s"] = time.monotonic() - t0 - timings["env_s"]
-    return Prepared(fetched, env, baseline, sandbox)
+    return Prepared(fetched, env, baseline, sandbox, final_record(draft, baseline.test_command, baseline.excluded))
 
 
 def coverage_map(prepared: Prepared, spec: RepoSpec, data_file: Path, timeout_s: float) -> CoverageMap:

@@ -25,7 +25,7 @@ def summarize(reports: list[dict], manifest: Manifest, fingerprint: str) -> dict
         rules.update(r.get("selection_rules", {}))
     return {
         "builder_version": __version__,
-        "manifest": str(manifest.path),
+        "manifest": manifest.path.name if manifest.path else "<inline manifest>",  # a name, never a path
         "seed": manifest.seed,
         "samples_fingerprint": fingerprint,
         "totals": {

@@ -2,17 +2,12 @@
 and a neutral ("null") fill fails at least one of them.  Uses the metric's own judge, so "a sample
 is valid" means exactly "the metric passes its ground truth and fails a null fill".
 
-Null fills, by what was masked (the first candidate that keeps the file compilable is used):
-- block / statement masks and random single/multi-line masks: `pass`, then `...`, then `None`
-- expression masks: `None`, then `...`, then `pass`
-- random spans: the empty string, then `None`, then `pass`
-- last resort everywhere: `_` (a bare name: valid where a name is expected, e.g. an assignment target)
+Null fills: `execrepobench_metric.fills` (the metric's `prepare` checks the same way).
 A sample for which no candidate compiles is dropped (`no_null_fill`).
 """
 from __future__ import annotations
 
 import statistics
-import warnings
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
@@ -20,33 +15,14 @@ from typing import Mapping
 
 from tqdm import tqdm
 
-from execrepobench_dataset.record import (FILL_EXPRESSION, FILL_MULTI_LINE, FILL_SINGLE_LINE, FILL_SPAN,
-                                          Sample)
+from execrepobench_dataset.record import Sample
+from execrepobench_metric.fills import null_fill
 from execrepobench_metric.judge import JudgeConfig, Verdict, judge
 
 from .selection import CoverageMap, ImportGraph, select_tests
 
-NULL_FILLS = {
-    FILL_EXPRESSION: ("None", "...", "pass", "_"),
-    FILL_SPAN: ("", "None", "pass", "_"),
-    FILL_SINGLE_LINE: ("pass", "...", "None", "_"),
-    FILL_MULTI_LINE: ("pass", "...", "None", "_"),
-}
-DEFAULT_NULL_FILLS = ("pass", "...", "None", "_")
 DROP_REASONS = ("gt_failed", "null_passed", "no_null_fill", "no_tests")
 GUARD_RECORDING = 1  # what verification records for the in-process guard (Sample.guard_allowed); part of build keys
-
-
-def null_fill(sample: Sample) -> str | None:
-    for fill in NULL_FILLS.get(sample.fill_type, DEFAULT_NULL_FILLS):
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # e.g. "'NoneType' object is not callable" SyntaxWarning
-            try:
-                compile(sample.prefix_code + fill + sample.suffix_code, sample.file_name, "exec", dont_inherit=True)
-                return fill
-            except (SyntaxError, ValueError):
-                continue
-    return None
 
 
 @dataclass(frozen=True)

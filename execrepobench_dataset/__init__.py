@@ -17,6 +17,8 @@ _EXPORTS = {
     "FEATURES": "record", "read_jsonl": "record", "write_jsonl": "record",
     "InstructRecord": "instruct_record", "instruct_features": "instruct_record",
     "load_samples": "load", "load_instruct": "load", "push_to_hub": "publish", "PublishError": "publish",
+    "RepoRecord": "repo_record", "environment_key": "repo_record", "repo_features": "repo_record",
+    "open_dataset": "load", "dataset_fingerprint": "load", "load_repositories": "load",
 }
 __all__ = sorted([*_EXPORTS, "load", "publish"])
 

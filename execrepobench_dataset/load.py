@@ -1,11 +1,116 @@
-"""Load a published ExecRepoBench dataset (a local folder or a Hub repository id) with `datasets`."""
+"""Open an ExecRepoBench dataset: a builder output folder, a published folder, or a Hub dataset id.
+
+`open_dataset` is the one way in: it returns the samples and the repository records, whatever the
+form.  A Hub id is fetched with `huggingface_hub.snapshot_download(repo_type="dataset")` and then read
+as a published folder (parquet, read with pyarrow).  `load` / `load_samples` / `load_instruct` read a
+published folder or Hub id through `datasets.load_dataset`.
+"""
 from __future__ import annotations
 
-from typing import Any
+import hashlib
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable
 
-from .record import Sample
+from .record import RecordError, Sample, read_jsonl
+from .repo_record import RepoRecord, read_repo_records
 
-CONFIGS = {"exec_repo_bench": "test", "repo_instruct": "train"}  # config -> its split (as published)
+SAMPLES_CONFIG, INSTRUCT_CONFIG, REPOS_CONFIG = "exec_repo_bench", "repo_instruct", "repositories"
+CONFIGS = {SAMPLES_CONFIG: "test", INSTRUCT_CONFIG: "train", REPOS_CONFIG: "train"}  # config -> its split
+SAMPLES_FILE, REPOS_FILE = "samples.jsonl", "repositories.jsonl"  # in a builder output folder
+_HUB_ID_RE = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
+
+
+class DatasetNotFound(FileNotFoundError):
+    """`dataset` names no builder folder, published folder, samples file or Hub dataset."""
+
+
+@dataclass(frozen=True)
+class OpenedDataset:
+    name: str  # what the caller passed (a path or a Hub id), for messages and commands
+    folder: Path  # the local folder read (a Hub snapshot lives in the Hugging Face cache)
+    kind: str  # "builder", "published" or "samples-file"
+    samples: tuple[Sample, ...]
+    repositories: tuple[RepoRecord, ...]
+
+    def repository(self, name: str) -> RepoRecord | None:
+        return next((r for r in self.repositories if r.repo_name == name), None)
+
+    @property
+    def fingerprint(self) -> str:
+        return dataset_fingerprint(self.samples, self.repositories)
+
+
+def dataset_fingerprint(samples: Iterable[Sample], repositories: Iterable[RepoRecord]) -> str:
+    """sha256 over every sample then every repository record, each as canonical JSON (sorted keys,
+    UTF-8) on one line, samples sorted by sample_id and records by repo_name.  Independent of the
+    form (JSONL, parquet, Hub) and of the machine; `execrepobench fingerprint DIR_OR_HUB_ID` prints it."""
+    digest = hashlib.sha256()
+    for part, rows in (("samples", sorted(samples, key=lambda s: s.sample_id)),
+                       ("repositories", sorted(repositories, key=lambda r: r.repo_name))):
+        digest.update(f"# {part}\n".encode())
+        for row in rows:
+            line = json.dumps(row.to_dict(), sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+            digest.update(line.encode("utf-8") + b"\n")
+    return digest.hexdigest()
+
+
+def _read_parquet_rows(folder: Path) -> list[dict]:
+    import pyarrow.parquet as pq
+
+    rows: list[dict] = []
+    for path in sorted(folder.glob("*.parquet")):
+        rows += pq.read_table(path).to_pylist()
+    return rows
+
+
+def _snapshot(repo_id: str, revision: str | None) -> Path:
+    import huggingface_hub
+
+    patterns = ["README.md", f"data/{SAMPLES_CONFIG}/*", f"data/{REPOS_CONFIG}/*"]
+    return Path(huggingface_hub.snapshot_download(repo_id=repo_id, repo_type="dataset", revision=revision,
+                                                  allow_patterns=patterns))
+
+
+def local_folder(dataset: str | Path, revision: str | None = None) -> tuple[Path, str]:
+    """(folder or samples file, kind) for a builder folder, a published folder, a samples file or a Hub id."""
+    path = Path(dataset).expanduser()
+    if path.is_file():
+        return path, "samples-file"
+    if path.is_dir():
+        if (path / SAMPLES_FILE).is_file():
+            return path, "builder"
+        if (path / "data" / SAMPLES_CONFIG).is_dir():
+            return path, "published"
+        raise DatasetNotFound(f"dataset {dataset}: a folder, but neither builder output ({SAMPLES_FILE}) nor a "
+                              f"published dataset (data/{SAMPLES_CONFIG}/)")
+    if isinstance(dataset, str) and _HUB_ID_RE.match(dataset) and not dataset.startswith((".", "/")):
+        folder = _snapshot(dataset, revision)
+        if not (folder / "data" / SAMPLES_CONFIG).is_dir():
+            raise DatasetNotFound(f"dataset {dataset}: the Hub snapshot has no data/{SAMPLES_CONFIG}/")
+        return folder, "published"
+    raise DatasetNotFound(f"dataset {dataset}: no such folder or file, and not a Hub dataset id (OWNER/NAME)")
+
+
+def open_dataset(dataset: str | Path, revision: str | None = None) -> OpenedDataset:
+    """Samples and repository records of `dataset` (see `local_folder`).  Raises `DatasetNotFound` or
+    `RecordError` naming the file and the record."""
+    folder, kind = local_folder(dataset, revision)
+    if kind == "published":
+        try:
+            samples = [Sample.from_dict(r) for r in _read_parquet_rows(folder / "data" / SAMPLES_CONFIG)]
+            repos = [RepoRecord.from_dict(r) for r in _read_parquet_rows(folder / "data" / REPOS_CONFIG)]
+        except RecordError as exc:
+            raise RecordError(f"dataset {dataset}: {exc}") from None
+    else:
+        samples_file = folder if kind == "samples-file" else folder / SAMPLES_FILE
+        repos_file = samples_file.parent / REPOS_FILE
+        samples = list(read_jsonl(samples_file))
+        repos = list(read_repo_records(repos_file)) if repos_file.is_file() else []
+        folder = samples_file.parent
+    return OpenedDataset(str(dataset), folder, kind, tuple(samples), tuple(repos))
 
 
 def _config(config: str) -> str:
@@ -15,11 +120,9 @@ def _config(config: str) -> str:
     return config
 
 
-def load(path_or_repo_id: str, config: str = "exec_repo_bench", split: str | None = None, **kwargs: Any):
-    """The `datasets.Dataset` of one config (default split: test for exec_repo_bench, train for repo_instruct).
-
-    `kwargs` go to `datasets.load_dataset` (e.g. `revision`, `cache_dir`, `token`).
-    """
+def load(path_or_repo_id: str, config: str = SAMPLES_CONFIG, split: str | None = None, **kwargs: Any):
+    """The `datasets.Dataset` of one config of a published folder or Hub id (default split: test for
+    exec_repo_bench, train for repo_instruct and repositories).  `kwargs` go to `datasets.load_dataset`."""
     import datasets
 
     config = _config(config)
@@ -28,11 +131,16 @@ def load(path_or_repo_id: str, config: str = "exec_repo_bench", split: str | Non
 
 def load_samples(path_or_repo_id: str, split: str | None = None, **kwargs: Any) -> list[Sample]:
     """The `exec_repo_bench` rows as `Sample` records (validated again on the way back)."""
-    return [Sample.from_dict(row) for row in load(path_or_repo_id, "exec_repo_bench", split, **kwargs)]
+    return [Sample.from_dict(row) for row in load(path_or_repo_id, SAMPLES_CONFIG, split, **kwargs)]
+
+
+def load_repositories(path_or_repo_id: str, **kwargs: Any) -> list[RepoRecord]:
+    """The `repositories` rows as `RepoRecord`s."""
+    return [RepoRecord.from_dict(row) for row in load(path_or_repo_id, REPOS_CONFIG, **kwargs)]
 
 
 def load_instruct(path_or_repo_id: str, split: str | None = None, **kwargs: Any) -> list:
     """The `repo_instruct` rows as `InstructRecord`s."""
     from .instruct_record import InstructRecord
 
-    return [InstructRecord.from_dict(row) for row in load(path_or_repo_id, "repo_instruct", split, **kwargs)]
+    return [InstructRecord.from_dict(row) for row in load(path_or_repo_id, INSTRUCT_CONFIG, split, **kwargs)]

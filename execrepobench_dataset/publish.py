@@ -1,5 +1,7 @@
-"""Publish builder output as a Hugging Face dataset folder and push it to the Hub. Layout: `README.md` (the card),
-`environments.json`, `data/exec_repo_bench/test-*.parquet`, optionally `data/repo_instruct/train-*.parquet`."""
+"""Publish builder output as a Hugging Face dataset folder and push it to the Hub. Layout: `README.md` (the card,
+`card.py`), `data/exec_repo_bench/test-*.parquet`, `data/repositories/train-*.parquet` (one repository record per
+row: pinned source, Python, lock, test command, license, manifest entry), optionally
+`data/repo_instruct/train-*.parquet`.  Nothing in the folder names a path of the machine that built it."""
 from __future__ import annotations
 
 import hashlib
@@ -7,74 +9,19 @@ import json
 import math
 import re
 import shutil
-import statistics
 import tempfile
-from collections import Counter
 from pathlib import Path
 
+from .card import render_card
 from .instruct_record import InstructRecord, instruct_features
-from .record import FILL_TYPES, RecordError, Sample, features
+from .load import INSTRUCT_CONFIG, REPOS_CONFIG, REPOS_FILE, SAMPLES_CONFIG, dataset_fingerprint
+from .record import RecordError, Sample, features
+from .repo_record import RepoRecord, repo_features
 
-SAMPLES_CONFIG, INSTRUCT_CONFIG = "exec_repo_bench", "repo_instruct"
 ROW_GROUP_ROWS = 100  # fixed, so the bytes do not depend on the writer's defaults
 CONFIG_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*$")
 TAGS = ["code", "code-completion", "fill-in-the-middle", "execution", "python"]
 SIZE_CATEGORIES = ((1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"), (1_000_000, "100K<n<1M"))
-CITATION = """@article{yang2024execrepobench,
-  title={ExecRepoBench: Multi-level Executable Code Completion Evaluation},
-  author={Yang, Jian and Zhang, Jiajun and Yang, Jiaxi and Jin, Ke and Zhang, Lei and Peng, Qiyao and
-          Deng, Ken and Miao, Yibo and Liu, Tianyu and Cui, Zeyu and Hui, Binyuan and Lin, Junyang},
-  journal={arXiv preprint arXiv:2412.11990},
-  year={2024}
-}"""
-FIELD_DOCS = {
-    "sample_id": "stable content hash of the pinned source, file, fill type and the three code parts",
-    "repo_name": "repository name from the build manifest", "file_name": "repo-relative POSIX path of the masked file",
-    "repo_source": "exact pinned source: `pypi:NAME==VER#sha256=...`, `git:URL@COMMIT` or `path:DIR#tree=...`",
-    "prefix_code": "text of the file before the masked span", "suffix_code": "text of the file after the masked span",
-    "middle_code": "the masked span (the ground truth)", "selection_rule": "rule that selected the judged tests",
-    "context_code": "other files of the repository, most relevant first, each `{path, code}`",
-    "fill_type": "one of the paper's six fill types (`Random Span Completion`, ..., `grammar-based: block`)",
-    "node_type": "tree-sitter node type of the masked span, or `span` / `line` / `lines` for random masks",
-    "middle_start_byte": "UTF-8 byte offset of the start of the middle in the original file",
-    "middle_end_byte": "UTF-8 byte offset of the end of the middle in the original file",
-    "env_key": "key of the pinned test environment (its frozen versions: `environments.json`)",
-    "seed": "seed of the builder's random choices", "builder_version": "version of the builder that made the sample",
-    "test_command": "argv that runs the repository's tests in its environment",
-    "judged_tests": "pytest node ids judging the sample (ground truth passes, a null fill fails); empty: whole suite",
-    "time_budget_s": "seconds a judged run may take, from the ground truth's own runs at verification (0: not recorded)",
-    "guard_allowed": "audit events the ground truth triggers from the masked file; the runtime guard allows only these",
-    "excluded_tests": "tests never judged (failing or flaky in the baseline runs, or excluded by the manifest)",
-}
-INTRO = """# ExecRepoBench
-
-Repository-level, multi-level code completion judged by **running the repository's own tests** (ExecRepoBench,
-[arXiv 2412.11990](https://arxiv.org/abs/2412.11990)). Each sample masks a span (random span / line / lines, or a
-grammar-based expression / statement / block) of a Python file of a real, pinned repository; a completion passes
-when the sample's judged tests pass with it in the repository's pinned environment. Configs: {configs}.
-
-## How it was built
-
-Built by the ExecRepoBench builder version `{builder_version}` from the manifest `{manifest}` with seed `{seed}`{more}
-Pinned sources and environment keys of every repository (the frozen package versions of each environment are in
-`environments.json`):
-"""
-EVALUATION = """## Evaluation
-
-Judging runs model code: it needs the explicit opt-in (`allow_exec=True` or `EXECREPOBENCH_ALLOW_EXEC=1`) and
-the environments, made from the same manifest with `execrepobench build` (same pinned sources -> same env keys).
-```python
-import evaluate
-from execrepobench_dataset import load_samples, write_jsonl
-samples = load_samples("<this dataset>")  # list[Sample]; write_jsonl(samples, "samples.jsonl") for the CLI
-out = evaluate.load("path/to/execrepobench_metric").compute(
-    predictions=completions, references=[s.to_dict() for s in samples], allow_exec=True)  # out["pass@1"], out["es"]
-```
-```bash
-EXECREPOBENCH_ALLOW_EXEC=1 execrepobench evaluate --samples samples.jsonl \\
-    --predictions predictions.jsonl --out results/  # {"sample_id": ..., "completion": ...} per line
-```
-"""
 
 
 class PublishError(ValueError):
@@ -160,57 +107,22 @@ def _write_shards(rows: list[dict], feats, folder: Path, split: str, shard_rows:
     return num_bytes, size
 
 
-def _table(head: list[str], rows: list[list]) -> list[str]:
-    return ["| " + " | ".join(head) + " |", "|" + "---|" * len(head), *("| " + " | ".join(
-        str(c).replace("|", "\\|").replace("\n", " ") for c in r) + " |" for r in rows), ""]
-
-
-def statistics_rows(samples: list[dict]) -> dict[str, list[list]]:
-    """The card's statistics tables: samples per fill type and per repository, context sizes."""
-    fills, repos = Counter(s["fill_type"] for s in samples), Counter(s["repo_name"] for s in samples)
-    sizes = {"context files per sample": [len(s["context_code"]) for s in samples],
-             "context characters per sample": [sum(len(c["code"]) for c in s["context_code"]) for s in samples],
-             "in-file characters (prefix + suffix)": [len(s["prefix_code"]) + len(s["suffix_code"]) for s in samples],
-             "middle characters": [len(s["middle_code"]) for s in samples]}
-    med = lambda v: (lambda m: str(int(m)) if float(m).is_integer() else f"{m:.1f}")(statistics.median(v))  # noqa
-    return {"fill_type": [[f, fills.get(f, 0)] for f in FILL_TYPES] + [["**total**", len(samples)]],
-            "repository": [[r, n] for r, n in sorted(repos.items())],
-            "context": [[k, min(v), med(v), max(v)] for k, v in sizes.items()]}
-
-
-def _card(meta: dict, report: dict, samples: list[dict], instruct: list[dict] | None,
-          instruct_report: dict | None) -> str:
-    import yaml
-    stats, repos, fingerprint = statistics_rows(samples), report["repos"], report.get("samples_fingerprint")
-    configs = f"`{SAMPLES_CONFIG}` (split `test`, {len(samples)} samples)" + (
-        f", `{INSTRUCT_CONFIG}` (split `train`, {len(instruct)} chat-formatted fill-in-the-middle records, not "
-        "executed)" if instruct is not None else "")
-    more = (f"; samples fingerprint (sha256 of samples.jsonl) `{fingerprint}`" if fingerprint else "") + "." + (
-        " Samples were verified: the ground truth passes the judged tests and a null fill fails them."
-        if any("verify_candidates" in r for r in repos) else "")
-    lines = ["---", yaml.safe_dump(meta, sort_keys=False, allow_unicode=True, width=1000).rstrip(), "---", "",
-             INTRO.format(configs=configs, builder_version=report["builder_version"], manifest=report["manifest"],
-                          seed=report["seed"], more=more),
-             *_table(["repository", "status", "pinned source", "env key", "samples"],
-                     [[r.get("repo", "?"), r.get("status", "?"), f"`{r['pinned']}`" if r.get("pinned") else "-",
-                       f"`{r['env_key']}`" if r.get("env_key") else "-",
-                       r.get("samples", 0) if r.get("status") == "ok" else 0] for r in repos]),
-             "## Fields", "", *_table(["field", "meaning"], [[f"`{n}`", FIELD_DOCS.get(n, "see record.py")]
-                                                             for n in features()]),
-             "## Statistics", "", *_table(["fill type", "samples"], stats["fill_type"]),
-             *_table(["repository", "samples"], stats["repository"]),
-             *_table(["size", "min", "median", "max"], stats["context"])]
-    if instruct is not None:
-        per_fill = Counter(r["fill_type"] for r in instruct)
-        lines += ["## Repo-Instruct", "", f"`{INSTRUCT_CONFIG}`: {len(instruct)} records from "
-                  f"{len({r['repo_name'] for r in instruct})} repositories. Fields: "
-                  + ", ".join(f"`{n}`" for n in instruct_features()) + " (`messages`: system, user with context, "
-                  "prefix and suffix, assistant with the middle).", "",
-                  *_table(["fill type", "records"], [[f, per_fill.get(f, 0)] for f in FILL_TYPES])]
-        if instruct_report:
-            lines += ["Instruct build report:", "", *(f"- {k}: `{json.dumps(v, sort_keys=True)[:300]}`"
-                                                      for k, v in sorted(instruct_report.items())), ""]
-    return "\n".join([*lines, EVALUATION, "## Citation", "", "```bibtex", CITATION, "```", ""])
+def _check_repositories(samples: list[dict], records: list[dict], where: Path) -> list[RepoRecord]:
+    """Every sample has its repository's record, with the same pinned source and environment key, and every
+    record's key is the hash of its own content."""
+    by_name = {r["repo_name"]: RepoRecord.from_dict(r) for r in records}
+    for name, rec in by_name.items():
+        if not rec.key_matches:
+            raise PublishError(f"{where}: repository record {name!r}: env_key {rec.env_key} is not the hash of its "
+                               "python, source and lock")
+    for s in samples:
+        rec = by_name.get(s["repo_name"])
+        if rec is None:
+            raise PublishError(f"{where}: no repository record for {s['repo_name']!r} (sample {s['sample_id']})")
+        if (s["repo_source"], s["env_key"]) != (rec.repo_source, rec.env_key):
+            raise PublishError(f"{where}: sample {s['sample_id']}: repo_source/env_key differ from the repository "
+                               f"record of {s['repo_name']!r}")
+    return [by_name[n] for n in sorted(by_name)]
 
 
 def publish(samples_dir: Path, out_dir: Path, *, instruct_dir: Path | None = None, shard_rows: int = 2000,
@@ -234,6 +146,13 @@ def publish(samples_dir: Path, out_dir: Path, *, instruct_dir: Path | None = Non
             raise PublishError(f"{out_dir} is not a published dataset folder (README.md, data/): not replacing it")
     samples_path = samples_dir / ("" if samples_dir.suffix == ".jsonl" else "samples.jsonl")
     samples = _read_records(samples_path, Sample.from_dict, features(), "sample_id")
+    repos_path = samples_path.parent / REPOS_FILE
+    if not repos_path.is_file():
+        raise PublishError(f"{repos_path}: not found (builder output of a version that wrote no repository "
+                           "records: build again)")
+    records = _check_repositories(samples, _read_records(repos_path, RepoRecord.from_dict, repo_features(),
+                                                         "repo_name"), repos_path)
+    fingerprint = dataset_fingerprint([Sample.from_dict(r) for r in samples], records)
     report_path = samples_path.parent / "build_report.json"
     report = _read_json(report_path, ("builder_version", "seed", "manifest", "repos"))
     if report.get("samples_fingerprint") not in (None, hashlib.sha256(samples_path.read_bytes()).hexdigest()):
@@ -247,12 +166,13 @@ def publish(samples_dir: Path, out_dir: Path, *, instruct_dir: Path | None = Non
         if (instruct_path.parent / "instruct_report.json").is_file():
             instruct_report = _read_json(instruct_path.parent / "instruct_report.json")
         data.append((validate_config_name(INSTRUCT_CONFIG), "train", instruct, instruct_features()))
+    data.append((validate_config_name(REPOS_CONFIG), "train", [r.to_dict() for r in records], repo_features()))
 
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=out_dir.parent, prefix=f".{out_dir.name}.partial-"))
     old = tmp.with_name(tmp.name.replace(".partial-", ".old-"))
     try:
-        infos, configs, summary = {}, [], {"out": str(out_dir), "configs": {}}
+        infos, configs, summary = {}, [], {"out": str(out_dir), "fingerprint": fingerprint, "configs": {}}
         for name, split, rows, feats in data:
             num_bytes, size = _write_shards(rows, feats, tmp / "data" / name, split, shard_rows)
             splits = SplitDict()
@@ -266,11 +186,8 @@ def publish(samples_dir: Path, out_dir: Path, *, instruct_dir: Path | None = Non
                 "tags": TAGS, "size_categories": [next((c for limit, c in SIZE_CATEGORIES if len(samples) < limit),
                                                        "1M<n<10M")], "configs": configs}
         DatasetInfosDict(infos).to_dataset_card_data(meta)  # `dataset_info:` exactly as `datasets` writes it
-        envs = {r["env_key"]: {"freeze": r.get("environment", {}).get("freeze", []), "repos": sorted(
-            str(x.get("repo")) for x in report["repos"] if x.get("env_key") == r["env_key"])}
-            for r in report["repos"] if r.get("env_key")}
-        (tmp / "environments.json").write_text(json.dumps(envs, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-        (tmp / "README.md").write_text(_card(meta, report, samples, instruct, instruct_report), encoding="utf-8")
+        card = render_card(meta, report, samples, records, fingerprint, instruct, instruct_report)
+        (tmp / "README.md").write_text(card, encoding="utf-8")
         if out_dir.exists():  # empty, or a published folder with overwrite=True: moved aside, then swapped
             out_dir.rename(old)
         tmp.rename(out_dir)

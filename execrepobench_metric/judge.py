@@ -10,7 +10,6 @@ against our plugin's files, which the code under test can rewrite.
 """
 from __future__ import annotations
 
-import json
 import os
 import time
 import warnings
@@ -20,10 +19,10 @@ from pathlib import Path
 
 from execrepobench_dataset.record import Sample
 
+from .environments import find_environment
 from .guard import GUARD_MODES, GuardSetup
 from .guard_verdict import guarded_run
 from .junit import ERROR, FAILED, PASSED, SKIPPED
-from .layout import env_dir
 from .limits import Limits
 from .pytest_run import PytestInvocation, run_pytest
 
@@ -32,6 +31,8 @@ from .pytest_run import PytestInvocation, run_pytest
 REASONS = ("passed", "failed", "syntax_error", "tampering", "timeout", "crashed", "missing_tests",
            "inconsistent_report", "error")
 CONFIG_FILES = ("pytest.ini", ".pytest.ini", "pyproject.toml", "setup.cfg", "tox.ini", "conftest.py")
+
+
 @dataclass(frozen=True)
 class Verdict:
     sample_id: str
@@ -74,22 +75,6 @@ class JudgeConfig:
             raise ValueError(f"guard {self.guard!r}: use one of {GUARD_MODES}")
 
 
-class EnvironmentMissing(RuntimeError):
-    pass
-
-
-@lru_cache(maxsize=256)
-def load_env(env_key: str) -> tuple[str, Path]:
-    """(venv python, project root) of the environment the builder made for `env_key`."""
-    meta = env_dir(env_key) / "env.json"
-    try:
-        data = json.loads(meta.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        raise EnvironmentMissing(f"environment {env_key} not found at {meta}: build it first "
-                                 f"(`execrepobench build` with the manifest that made these samples)") from None
-    return data["python"], Path(data["spec"]["project_root"])
-
-
 @lru_cache(maxsize=64)
 def protected_paths(root: Path, test_paths: tuple[str, ...]) -> tuple[str, ...]:
     """Repo-relative paths kept read-only in the view: test paths, every conftest.py, pytest configs."""
@@ -118,10 +103,11 @@ def judge(sample: Sample, completion: str, config: JudgeConfig) -> Verdict:
             compile(completed, sample.file_name, "exec", dont_inherit=True)
     except (SyntaxError, ValueError) as exc:
         return mk(False, "syntax_error", detail=str(exc)[:300])
-    try:
-        python, root = load_env(sample.env_key)
-    except EnvironmentMissing as exc:
-        return mk(False, "error", detail=str(exc))
+    env = find_environment(sample.env_key)
+    if env is None:
+        return mk(False, "error", detail=f"environment {sample.env_key} of {sample.repo_name} not found in this cache: "
+                                         "make it with `execrepobench prepare --dataset DATASET`")
+    python, root = env.python, env.root
     select = judged_tests(sample, config.selection)
     inv = PytestInvocation.from_test_command(
         sample.test_command, python=python, root=root, select=select,

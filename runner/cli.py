@@ -7,6 +7,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from .cli_data import COMMANDS as DATA_COMMANDS
+from .cli_metric import COMMANDS as METRIC_COMMANDS
+from .cli_prepare import COMMANDS as PREPARE_COMMANDS
 
 
 def _add_build(p: argparse.ArgumentParser) -> None:
@@ -54,7 +56,11 @@ def _run_build(args: argparse.Namespace) -> int:
 
 
 def _add_evaluate(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--samples", type=Path, required=True, help="samples.jsonl written by `build`")
+    which = p.add_mutually_exclusive_group(required=True)
+    which.add_argument("--samples", type=Path, help="samples.jsonl written by `build`")
+    which.add_argument("--dataset", help="a builder output folder, a published dataset folder, or a Hub dataset id")
+    p.add_argument("--prepare", action="store_true",
+                   help="make missing environments first (from the dataset's repository records; needs --dataset)")
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--predictions", type=Path,
                      help='JSONL, one line per sample: {"sample_id": ..., "completion": str or [str, ...]}')
@@ -74,14 +80,16 @@ def _add_evaluate(p: argparse.ArgumentParser) -> None:
 def _run_evaluate(args: argparse.Namespace) -> int:
     import json
 
-    from execrepobench.builder.verify import null_fill
+    from execrepobench_dataset.load import DatasetNotFound, open_dataset
     from execrepobench_dataset.record import RecordError, read_jsonl
     from execrepobench_metric.api import InputError, compute
     from execrepobench_metric.engine import ExecutionNotAllowed
+    from execrepobench_metric.fills import null_fill
+    from execrepobench_metric.prepare import EnvironmentsMissing
     from execrepobench_metric.sandbox import SandboxUnavailable
 
     try:
-        samples = list(read_jsonl(args.samples))
+        samples = list(read_jsonl(args.samples)) if args.samples else list(open_dataset(args.dataset).samples)
         if args.reference_fill == "ground_truth":
             preds = [s.middle_code for s in samples]
         elif args.reference_fill == "null":
@@ -91,6 +99,9 @@ def _run_evaluate(args: argparse.Namespace) -> int:
             for n, line in enumerate(args.predictions.read_text(encoding="utf-8").splitlines(), 1):
                 if line.strip():
                     rec = json.loads(line)
+                    if not isinstance(rec, dict) or not isinstance(rec.get("sample_id"), str) or "completion" not in rec:
+                        raise InputError(f'{args.predictions}:{n}: expected {{"sample_id": str, "completion": str or '
+                                         f'[str, ...]}}, got {line.strip()[:80]}')
                     by_id[rec["sample_id"]] = rec["completion"]
             missing = [s.sample_id for s in samples if s.sample_id not in by_id]
             if missing:
@@ -100,9 +111,10 @@ def _run_evaluate(args: argparse.Namespace) -> int:
         out = compute(preds, samples, k=args.k or [1], num_workers=args.workers, timeout=args.timeout,
                       test_selection=args.test_selection, allow_exec=True if args.allow_exec else None,
                       allow_weak_sandbox=args.allow_weak_sandbox, journal=args.out / "journal.jsonl",
-                      model_name=args.model_name, progress=not args.no_progress)
+                      model_name=args.model_name, progress=not args.no_progress, dataset=args.dataset,
+                      prepare=True if args.prepare else None)
     except (OSError, RecordError, InputError, ExecutionNotAllowed, SandboxUnavailable, KeyError,
-            json.JSONDecodeError) as exc:
+            json.JSONDecodeError, DatasetNotFound, EnvironmentsMissing) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     from execrepobench.runner.report import table, write_results
@@ -132,7 +144,8 @@ def _add_run(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-progress", action="store_true")
     g = p.add_argument_group("model backends (transformers, vllm, openai)")
     g.add_argument("--template", default=None,
-                   help="prompt template (see runner/templates.py; default: detected from the --model name)")
+                   help="prompt template (see runner/templates.py; default: detected from the --model name; "
+                        "'official': the detected family's official ExecRepoBench prompt, as in the paper)")
     g.add_argument("--temperature", type=float, default=None, help="0 (default): greedy; > 0: sampling")
     g.add_argument("--top-p", type=float, default=None, help="nucleus sampling (default 1.0)")
     g.add_argument("--seed", type=int, default=None, help="sampling seed (default 0; per sample derived from it)")
@@ -148,6 +161,7 @@ def _run_run(args: argparse.Namespace) -> int:
     from execrepobench_dataset.record import RecordError
     from execrepobench_metric.api import InputError
     from execrepobench_metric.engine import ExecutionNotAllowed
+    from execrepobench_metric.prepare import EnvironmentsMissing
     from execrepobench_metric.sandbox import SandboxUnavailable
 
     options = {key: getattr(args, key) for key in ("temperature", "top_p", "seed", "tensor_parallel_size", "base_url")
@@ -161,7 +175,7 @@ def _run_run(args: argparse.Namespace) -> int:
     try:
         run(config)
     except (OSError, ValueError, ImportError, ManifestError, RecordError, InputError, ExecutionNotAllowed,
-            SandboxUnavailable) as exc:
+            SandboxUnavailable, EnvironmentsMissing) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     return 0
@@ -175,6 +189,8 @@ COMMANDS = {
     "run": ("build if needed, generate, evaluate and report in one command", _add_run, _run_run),
 }
 COMMANDS.update(DATA_COMMANDS)
+COMMANDS.update(METRIC_COMMANDS)
+COMMANDS.update(PREPARE_COMMANDS)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -19,6 +19,9 @@ A tokenizer is anything with ``encode(text) -> list[int]`` and ``decode(ids) -> 
 adapts a `tokenizers.Tokenizer` or a transformers tokenizer (special tokens written in the text are
 counted as the single tokens they are; none are added).  `tokenizers` is imported only by
 `load_tokenizer`.
+
+Templates with `budget_rule="official"` (the `-official` ones) are fitted by the official eval.py's
+rules instead (runner/official_budget.py), so that their prompts equal the official script's.
 """
 from __future__ import annotations
 
@@ -27,7 +30,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Optional, Protocol, Sequence, Union
 
-from .templates import SampleParts, Template, context_block, get_template, render
+from . import official_budget
+from .templates import SampleParts, Template, context_block, entry_text, get_template, render, render_entries
 
 MAX_CONTEXT_TOKENS = 4096
 MAX_TOKENS = 8192
@@ -198,11 +202,17 @@ def _measure(tok: TokenizerLike, rendered, template: Template, reserve: int) -> 
 def build_prompt(template: Union[str, Template], parts: SampleParts, tokenizer, *,
                  max_context_tokens: int = MAX_CONTEXT_TOKENS, max_tokens: int = MAX_TOKENS,
                  max_generation_tokens: int = MAX_GENERATION_TOKENS, model_max: Optional[int] = None,
-                 order: str = "close", reserve_tokens: int = 0) -> Prompt:
+                 order: str = "close", reserve_tokens: int = 0, budget_rule: Optional[str] = None) -> Prompt:
     """Fit `parts` into `template` within the budgets (see the module doc).  `reserve_tokens`: tokens the
     caller adds outside this text (e.g. a chat template's role markers when the tokenizer cannot say).
-    Raises ValueError when not even the template's own text fits the prompt budget."""
+    `budget_rule`: "ours" or "official" (default: the template's).  Raises ValueError when not even the
+    template's own text fits the prompt budget (ours)."""
     t, tok = get_template(template), as_tokenizer(tokenizer)
+    if (budget_rule or t.budget_rule) == "official":
+        return _official_prompt(t, parts, tok, max_context_tokens, max_tokens, max_generation_tokens, model_max,
+                                order, reserve_tokens)
+    if budget_rule not in (None, "ours"):
+        raise ValueError(f"unknown budget rule {budget_rule!r}; known: ours, official")
     budget = Budget.make(max_context_tokens, max_tokens, max_generation_tokens, model_max)
     bare = replace(parts, prefix="", suffix="", context=())
     overhead = _measure(tok, render(t, bare, order), t, reserve_tokens)
@@ -232,6 +242,23 @@ def build_prompt(template: Union[str, Template], parts: SampleParts, tokenizer, 
     return Prompt(rendered, n, t.name, budget, context_tokens=ctx_tokens, context_files=len(kept),
                   context_truncated=ctx_cut, files_dropped=dropped, prefix_truncated=prefix != parts.prefix,
                   suffix_truncated=suffix != parts.suffix, stop=t.stop)
+
+
+def _official_prompt(t: Template, parts: SampleParts, tok: TokenizerLike, max_context_tokens: int, max_tokens: int,
+                     max_generation_tokens: int, model_max: Optional[int], order: str, reserve: int) -> Prompt:
+    """eval.py's prompt (runner/official_budget.py): its cuts, our counts and flags (`context_tokens`: the
+    context files' code tokens, as eval.py counts them)."""
+    max_context_tokens, max_tokens = official_budget.limits(max_context_tokens, max_tokens, model_max)
+    entries, ctx_used, ctx_cut, dropped = official_budget.context_entries(
+        tok, lambda p, c: entry_text(t, p, c), parts.context, max_context_tokens)
+    prefix, suffix = official_budget.in_file(tok, parts.prefix, parts.suffix, max_context_tokens, max_tokens,
+                                             max_generation_tokens)
+    rendered = render_entries(t, replace(parts, prefix=prefix, suffix=suffix), entries, order)
+    budget = Budget(prompt=max_tokens - max_generation_tokens, context=max_context_tokens,
+                    generation=max_generation_tokens)
+    return Prompt(rendered, _measure(tok, rendered, t, reserve), t.name, budget, context_tokens=ctx_used,
+                  context_files=len(entries), context_truncated=ctx_cut, files_dropped=dropped,
+                  prefix_truncated=prefix != parts.prefix, suffix_truncated=suffix != parts.suffix, stop=t.stop)
 
 
 def build_prompt_for_sample(template: Union[str, Template], sample, tokenizer, **kwargs) -> Prompt:

@@ -34,7 +34,7 @@ class RunConfig:
     allow_weak_sandbox: bool = False
     progress: bool = True
     backend_options: dict = field(default_factory=dict)
-    template: str | None = None  # prompt template for model backends; None: detect_template(model)
+    template: str | None = None  # prompt template for model backends; None / "official": resolve_template()
     max_new_tokens: int | None = None  # generation budget (None: prompts.MAX_GENERATION_TOKENS)
 
 
@@ -67,14 +67,14 @@ def _prompting(config: RunConfig, options: dict):
     (--template, else detected from the model name) and the model folder's own tokenizer and length.  Fills
     `options` with the stop strings and the generation budget."""
     from .prompts import MAX_GENERATION_TOKENS, build_prompt_for_sample, load_tokenizer, model_max_length
-    from .templates import detect_template, get_template
+    from .templates import get_template, resolve_template
 
     if not config.model:
         raise ValueError(f"backend {config.backend!r} needs --model (a local model folder: its tokenizer builds "
                          "the prompts)")
-    name = config.template or detect_template(config.model)
+    name = resolve_template(config.template, config.model)
     template = get_template(name)
-    if not config.template:
+    if config.template in (None, "official"):
         print(f"template: {name} (detected from the model name {config.model!r}; --template NAME to choose)")
     folder = Path(options.get("tokenizer") or config.model).expanduser()
     if not (folder / "tokenizer.json").is_file() or not (folder / "config.json").is_file():

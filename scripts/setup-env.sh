@@ -16,7 +16,7 @@ if [ ! -x .venv/bin/python ]; then
   python3 -m venv .venv
 fi
 log=.venv/setup.log
-if ! { .venv/bin/python -m pip install --disable-pip-version-check --upgrade "pip>=23.2" \
+if ! { .venv/bin/python -m pip install --disable-pip-version-check --upgrade "pip>=23.2" "setuptools>=70.1" \
        && .venv/bin/python -m pip install --disable-pip-version-check -e '.[test]'; } >"$log" 2>&1; then
   tail -n 40 "$log" >&2
   echo "setup failed (full log: $log)" >&2

@@ -33,10 +33,9 @@ def minirepo(tmp_path) -> Path:
 @pytest.fixture(scope="session")
 def built_minirepo(tmp_path_factory):
     """The fixture repository built by the real builder (path source, uv env, sandboxed baseline)."""
-    import json
-
     from execrepobench.builder.build import BuildConfig, build
     from execrepobench.builder.manifest import parse_manifest
+    from execrepobench_metric.environments import find_environment
 
     base = tmp_path_factory.mktemp("built")
     text = f'[[repo]]\nsource = "path:{FIXTURES / "minirepo"}"\nname = "minirepo"\nsamples_per_repo = 4\n'
@@ -44,11 +43,11 @@ def built_minirepo(tmp_path_factory):
                                 progress=False))
     rep = summary["repos"][0]
     assert rep["status"] == "ok", rep
-    env = json.loads((Path(rep["environment"]["python"]).parents[2] / "env.json").read_text())
+    env = find_environment(rep["env_key"])
     from execrepobench_dataset.record import read_jsonl
 
     first = next(read_jsonl(base / "out" / "samples.jsonl"))
-    return {"root": Path(env["spec"]["project_root"]), "env_key": rep["env_key"], "pinned": rep["pinned"],
+    return {"root": env.root, "env_key": rep["env_key"], "pinned": rep["pinned"],
             "test_command": first.test_command, "report": rep, "out": base / "out"}
 
 

@@ -1,5 +1,4 @@
 """End-to-end builds: fixture repository via path:, a real PyPI sdist, and bad input."""
-import json
 from pathlib import Path
 
 import pytest
@@ -7,6 +6,8 @@ import pytest
 from execrepobench.builder.build import BuildConfig, build
 from execrepobench.builder.manifest import parse_manifest
 from execrepobench_dataset.record import FILL_TYPES, read_jsonl
+from execrepobench_dataset.repo_record import read_repo_records
+from execrepobench_metric.environments import find_environment
 
 
 def _build(tmp_path, manifest_text, out_name="out", **kw):
@@ -44,9 +45,13 @@ def test_build_fixture_repo_deterministic_and_resumable(tmp_path, minirepo):
         if s.file_name == "minirepo/strings.py" and "from .mathx import clamp" in s.prefix_code + s.suffix_code:
             assert s.context_code[0].path == "minirepo/mathx.py"
     assert (out / "build_report.md").read_text().count("| minirepo | ok |") == 1
+    assert summary["manifest"] == "<inline manifest>"  # a manifest file would be named, never by its path
+    (record,) = read_repo_records(out / "repositories.jsonl")
+    assert record.env_key == rep["env_key"] and record.key_matches and record.repo_source == rep["pinned"]
+    assert record.test_command == samples[0].test_command and record.python == rep["environment"]["python"]
 
     # Same output folder again: the finished repository is reused, the samples are identical.
-    env_json = Path(summary["repos"][0]["environment"]["python"]).parents[2] / "env.json"
+    env_json = find_environment(rep["env_key"]).path / "env.json"
     mtime = env_json.stat().st_mtime_ns
     again, _, repos2 = _build(tmp_path, text, baseline_runs=2)
     assert repos2["minirepo"].get("reused") is True
@@ -107,6 +112,6 @@ def test_build_real_pypi_src_layout(tmp_path, cache_dir):
     for s in samples:
         assert s.judged_tests and s.selection_rule in ("coverage", "importers", "suite")
         assert not set(s.judged_tests) & set(s.excluded_tests)
-    root = Path(json.loads((Path(rep["environment"]["python"]).parents[2] / "env.json").read_text())["spec"]["project_root"])
+    root = find_environment(rep["env_key"]).root
     _check_samples(samples, root)
     assert all(s.repo_source == rep["pinned"] for s in samples)

@@ -12,8 +12,16 @@ from execrepobench_dataset.instruct_record import (SYSTEM_PROMPT, InstructRecord
                                                    write_instruct_jsonl)
 from execrepobench_dataset.record import (FILL_BLOCK, FILL_EXPRESSION, FILL_SPAN, FILL_STATEMENT, FILL_TYPES,
                                           ContextFile, Sample, features, make_sample_id, write_jsonl)
+from execrepobench_dataset.repo_record import RepoRecord, environment_key, repo_features, write_repo_records
 
 PINNED = {"alpha": "pypi:alpha==1.0#sha256=" + "a" * 64, "beta": "git:https://example.org/beta.git@" + "b" * 40}
+LOCKS = {"alpha": ("alpha-dep==1.0 --hash=sha256:" + "c" * 64, "pytest==8.3.0 --hash=sha256:" + "d" * 64),
+         "beta": ("pytest==8.3.0",)}
+ENV_KEYS = {r: environment_key("3.11", PINNED[r], LOCKS[r]) for r in PINNED}
+RECORDS = [RepoRecord(repo_name=r, repo_source=PINNED[r], python="3.11", env_key=ENV_KEYS[r], lock=LOCKS[r],
+                      test_command=("python", "-m", "pytest"), test_paths=("tests",), env=("TZ=UTC",),
+                      license={"alpha": "MIT", "beta": ""}[r], manifest_entry=f'[[repo]]\nname = "{r}"\n')
+           for r in PINNED]
 
 
 @pytest.fixture(autouse=True)
@@ -39,7 +47,7 @@ def sample(repo, file_name, prefix, middle, suffix, fill, context=(), judged=(),
                   suffix_code=suffix, context_code=tuple(ContextFile(p, c) for p, c in context), fill_type=fill,
                   node_type="span" if fill == FILL_SPAN else "expression_statement",
                   middle_start_byte=len(prefix.encode()), middle_end_byte=len(prefix.encode()) + len(middle.encode()),
-                  env_key="env-" + repo, seed=7, builder_version="0.1.0", test_command=tuple(command),
+                  env_key=ENV_KEYS[repo], seed=7, builder_version="0.1.0", test_command=tuple(command),
                   judged_tests=tuple(judged), excluded_tests=("tests/test_x.py::test_flaky",) if judged else (),
                   selection_rule="coverage" if judged else "")
 
@@ -74,14 +82,16 @@ INSTRUCT = [instruct("alpha", "alpha/x.py", "return 1", FILL_STATEMENT),
 
 
 def write_build(out: Path, samples=SAMPLES, report_changes=None) -> Path:
-    """A builder output folder: samples.jsonl (deliberately not sorted) + a minimal build_report.json."""
+    """A builder output folder: samples.jsonl (deliberately not sorted), repositories.jsonl and a minimal
+    build_report.json."""
     out.mkdir(parents=True, exist_ok=True)
     write_jsonl(samples, out / "samples.jsonl")
+    write_repo_records(RECORDS, out / "repositories.jsonl")
     per_repo = {r: [s for s in samples if s.repo_name == r] for r in PINNED}
     report = {"builder_version": "0.1.0", "seed": 7, "manifest": "builder/manifests/test.toml",
               "samples_fingerprint": hashlib.sha256((out / "samples.jsonl").read_bytes()).hexdigest(),
               "totals": {"repos": 3, "repos_ok": 2, "samples": len(samples)},
-              "repos": [{"repo": r, "status": "ok", "pinned": PINNED[r], "env_key": "env-" + r,
+              "repos": [{"repo": r, "status": "ok", "pinned": PINNED[r], "env_key": ENV_KEYS[r],
                          "environment": {"python": "/envs/x/bin/python", "freeze": [f"{r}==1.0", "pytest==8.3.0"]},
                          "per_fill_type": {f: sum(s.fill_type == f for s in ss) for f in FILL_TYPES},
                          "samples": len(ss)} for r, ss in per_repo.items()]
@@ -202,8 +212,10 @@ def test_publishing_twice_gives_identical_bytes(tmp_path):
         return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
 
     first = files(tmp_path / "a")
-    assert set(first) >= {"README.md", "environments.json", "data/exec_repo_bench/test-00000-of-00003.parquet",
-                          "data/repo_instruct/train-00001-of-00002.parquet"}
+    assert set(first) >= {"README.md", "data/exec_repo_bench/test-00000-of-00003.parquet",
+                          "data/repo_instruct/train-00001-of-00002.parquet",
+                          "data/repositories/train-00000-of-00001.parquet"}
+    assert "environments.json" not in first  # the repositories config replaces it (locks, no paths)
     assert files(tmp_path / "b") == first
     publish(build, tmp_path / "a", instruct_dir=inst, shard_rows=2, overwrite=True)
     assert files(tmp_path / "a") == first
@@ -221,9 +233,12 @@ def test_card_yaml(published):
     assert meta["configs"] == [
         {"config_name": "exec_repo_bench", "data_files": [{"split": "test", "path": "data/exec_repo_bench/*.parquet"}],
          "default": True},
-        {"config_name": "repo_instruct", "data_files": [{"split": "train", "path": "data/repo_instruct/*.parquet"}]}]
+        {"config_name": "repo_instruct", "data_files": [{"split": "train", "path": "data/repo_instruct/*.parquet"}]},
+        {"config_name": "repositories", "data_files": [{"split": "train", "path": "data/repositories/*.parquet"}]}]
     infos = {i["config_name"]: i for i in meta["dataset_info"]}
-    assert set(infos) == {"exec_repo_bench", "repo_instruct"}
+    assert set(infos) == {"exec_repo_bench", "repo_instruct", "repositories"}
+    assert datasets.Features._from_yaml_list(infos["repositories"]["features"]) == repo_features()
+    assert [(s["name"], s["num_examples"]) for s in infos["repositories"]["splits"]] == [("train", 2)]
     assert datasets.Features._from_yaml_list(infos["exec_repo_bench"]["features"]) == features()
     assert datasets.Features._from_yaml_list(infos["repo_instruct"]["features"]) == instruct_features()
     assert [(s["name"], s["num_examples"]) for s in infos["exec_repo_bench"]["splits"]] == [("test", 5)]
@@ -231,18 +246,22 @@ def test_card_yaml(published):
 
 
 def test_card_body(published):
-    folder, _ = published
+    folder, summary = published
     text = (folder / "README.md").read_text(encoding="utf-8")
-    for needle in ("arXiv 2412.11990", "builder/manifests/test.toml", "seed `7`", "`0.1.0`", PINNED["alpha"],
-                   PINNED["beta"], "`env-alpha`", "environments.json", "| gamma | error |", "allow_exec=True",
-                   "execrepobench evaluate", "@article{yang2024execrepobench", "Multi-level Executable Code",
-                   "Yang, Jian", "- records: `3`"):
+    fingerprint = summary["fingerprint"]
+    for needle in ("arXiv 2412.11990", "manifest `test.toml`", "seed `7`", "`0.1.0`", PINNED["alpha"],
+                   PINNED["beta"], f"`{ENV_KEYS['alpha']}`", "| gamma | - | - | - | - | 0 | not published (error) |",
+                   "allow_exec=True", "execrepobench evaluate", "@article{yang2024execrepobench",
+                   "Multi-level Executable Code", "Yang, Jian", "- records: `3`", "**Linux**", "**bubblewrap**",
+                   "**Python 3.11**", f"Fingerprint: `{fingerprint}`", "execrepobench fingerprint DIR_OR_HUB_ID",
+                   "execrepobench prepare --dataset", "`pip download --no-deps --no-binary alpha alpha==1.0`",
+                   "`git clone https://example.org/beta.git` and `git checkout " + "b" * 40 + "`"):
         assert needle in text, needle
-    for name in features():
+    repos = table_rows(text, "| repository | pinned source | license | python | env key | samples | get the code |")
+    assert [repos["alpha"][1], repos["beta"][1], repos["alpha"][4], repos["beta"][4]] == ["MIT", "unknown", "2", "3"]
+    for name in [*features(), *repo_features()]:
         assert f"| `{name}` |" in text, name
-    assert "see record.py" not in text  # every field has its own meaning
-    envs = json.loads((folder / "environments.json").read_text())
-    assert envs["env-beta"] == {"repos": ["beta"], "freeze": ["beta==1.0", "pytest==8.3.0"]}
+    assert "see record.py" not in text and "see repo_record.py" not in text  # every field has its own meaning
 
 
 def table_rows(text: str, header: str) -> dict[str, list[str]]:
@@ -304,6 +323,13 @@ BAD_INPUTS = {
     "duplicate": (lambda out: (out / "samples.jsonl").write_text((out / "samples.jsonl").read_text() * 2),
                   r"samples\.jsonl:6: duplicate sample_id"),
     "no_report": (lambda out: (out / "build_report.json").unlink(), r"build_report\.json: cannot read"),
+    "no_repositories": (lambda out: (out / "repositories.jsonl").unlink(), r"repositories\.jsonl: not found"),
+    "repo_key_changed": (lambda out: rewrite_line(out / "repositories.jsonl", 0, lambda d: d.update(lock=["x==1"])),
+                         r"repository record 'alpha': env_key \w+ is not the hash"),
+    "repo_missing": (lambda out: rewrite_line(out / "repositories.jsonl", 1, lambda d: d.update(repo_name="other")),
+                     r"repositories\.jsonl: no repository record for 'beta' \(sample \w+\)"),
+    "repo_bad_field": (lambda out: rewrite_line(out / "repositories.jsonl", 0, lambda d: d.update(python="3")),
+                       r"repositories\.jsonl:1: .*field python must be MAJOR\.MINOR"),
     "stale_report": (lambda out: (out / "samples.jsonl").write_text(
         "".join((out / "samples.jsonl").read_text(encoding="utf-8").splitlines(True)[1:]), encoding="utf-8"),
                      r"samples_fingerprint does not match"),
@@ -404,7 +430,7 @@ def test_push_to_hub_calls(published, monkeypatch):
     files = ["README.md", "data/exec_repo_bench/test-00000-of-00003.parquet",
              "data/exec_repo_bench/test-00001-of-00003.parquet", "data/exec_repo_bench/test-00002-of-00003.parquet",
              "data/repo_instruct/train-00000-of-00002.parquet", "data/repo_instruct/train-00001-of-00002.parquet",
-             "environments.json"]
+             "data/repositories/train-00000-of-00001.parquet"]
     assert api.calls == [
         ("create_repo", ("me/execrepobench",), {"repo_type": "dataset", "private": True, "exist_ok": True,
                                                 "token": "hf_from_login"}),

@@ -149,16 +149,14 @@ def test_standard_library_that_reads_frames_itself_is_not_the_completions(clamp)
 
 @pytest.fixture(scope="module")
 def guardrepo(tmp_path_factory):
-    """A repository whose code itself uses frames and namedtuple, built by the real builder."""
-    import json
-
+    """A repository whose code itself uses frames, built by the real builder."""
     from execrepobench.builder.build import BuildConfig, build
     from execrepobench.builder.manifest import parse_manifest
     from execrepobench_dataset.record import read_jsonl
 
     base = tmp_path_factory.mktemp("guardrepo")
     patch = pytest.MonkeyPatch()
-    patch.setenv("EXECREPOBENCH_CACHE", str(base / "cache"))  # this module's own cache
+    patch.setenv("EXECREPOBENCH_CACHE", str(base / "cache"))  # its own cache (tests using it set it again)
     repo = base / "guardrepo"
     (repo / "guardrepo").mkdir(parents=True)
     (repo / "tests").mkdir()
@@ -178,15 +176,18 @@ def guardrepo(tmp_path_factory):
                                 progress=False, verify=False))
     rep = summary["repos"][0]
     assert rep["status"] == "ok", rep
-    env = json.loads((Path(rep["environment"]["python"]).parents[2] / "env.json").read_text())
+    from execrepobench_metric.environments import find_environment
+
     first = next(read_jsonl(base / "out" / "samples.jsonl"))
-    yield {"root": Path(env["spec"]["project_root"]), "env_key": rep["env_key"], "pinned": rep["pinned"],
-           "test_command": first.test_command}
+    built = {"root": find_environment(rep["env_key"]).root, "env_key": rep["env_key"], "pinned": rep["pinned"],
+             "test_command": first.test_command, "cache": str(base / "cache")}
     patch.undo()
+    return built
 
 
 @needs_bwrap
-def test_what_the_ground_truth_does_is_recorded_and_allowed(guardrepo):
+def test_what_the_ground_truth_does_is_recorded_and_allowed(guardrepo, monkeypatch):
+    monkeypatch.setenv("EXECREPOBENCH_CACHE", guardrepo["cache"])
     frames = make_sample(guardrepo, "guardrepo/core.py", "return sys._getframe(1).f_code.co_name",
                          judged=("tests/test_core.py::test_caller_name",))
     out = verify_one(frames, ON)
@@ -211,8 +212,9 @@ def test_what_the_ground_truth_does_is_recorded_and_allowed(guardrepo):
 
 
 @needs_bwrap
-def test_a_masked_file_the_test_machinery_runs_is_never_verified(guardrepo):
+def test_a_masked_file_the_test_machinery_runs_is_never_verified(guardrepo, monkeypatch):
     """A conftest (or pytest plugin, or pytest's own dependency) judges its own tests: no verdict."""
+    monkeypatch.setenv("EXECREPOBENCH_CACHE", guardrepo["cache"])
     plugin = make_sample(guardrepo, "conftest.py", 'config.addinivalue_line("markers", "slow: a slow test")',
                          judged=("tests/test_core.py::test_double",))
     out = verify_one(plugin, ON)

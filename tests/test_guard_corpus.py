@@ -1,8 +1,6 @@
 """Our adversarial corpus (guard_attacks.py) on a real PyPI repository, in the real sandbox: every
 attack passes without the guard (it is real) and is judged tampering / failed with it."""
-import json
 import subprocess
-from pathlib import Path
 
 import pytest
 
@@ -62,9 +60,11 @@ def isodate(tmp_path_factory):
                                 progress=False, verify=False))
     rep = summary["repos"][0]
     assert rep["status"] == "ok", rep
-    python = rep["environment"]["python"]
-    env = json.loads((Path(python).parents[2] / "env.json").read_text())
-    built = {"root": Path(env["spec"]["project_root"]), "env_key": rep["env_key"], "pinned": rep["pinned"],
+    from execrepobench_metric.environments import find_environment
+
+    env = find_environment(rep["env_key"])
+    python = str(env.python)
+    built = {"root": env.root, "env_key": rep["env_key"], "pinned": rep["pinned"],
              "test_command": next(read_jsonl(base / "out" / "samples.jsonl")).test_command}
     # node ids as the judged runs see them (PYTHONHASHSEED=0: some of isodate's ids follow set order)
     listing = subprocess.run([python, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", "tests"],
@@ -75,8 +75,15 @@ def isodate(tmp_path_factory):
         outcome = verify_one(_sample(built, file, middle, tuple(i for i in ids if pick(i))), ON)
         assert outcome.kept, outcome
         samples[name] = (outcome.sample, indent, wrong)
-    yield samples
     patch.undo()
+    samples["cache"] = str(base / "cache")
+    return samples
+
+
+@pytest.fixture(autouse=True)
+def _own_cache(request, monkeypatch):
+    if "isodate" in request.fixturenames:
+        monkeypatch.setenv("EXECREPOBENCH_CACHE", request.getfixturevalue("isodate")["cache"])
 
 
 def test_corpus_is_large_and_spells_no_blocklisted_name(isodate):
@@ -85,7 +92,7 @@ def test_corpus_is_large_and_spells_no_blocklisted_name(isodate):
         sample, indent, wrong = isodate[attack.target]
         assert corpus.old_blocklist_hits(corpus.completion(attack, indent, wrong), sample.original_code) == [], \
             attack.name
-    for sample, _, wrong in isodate.values():
+    for sample, _, wrong in (isodate[t] for t in TARGETS):
         assert sample.guard_allowed == ()  # these ground truths do nothing the guard watches
         assert judge(sample, sample.middle_code, ON).passed
         assert judge(sample, wrong, ON).reason == "failed"

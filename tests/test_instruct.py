@@ -141,7 +141,7 @@ def test_records_on_fixture_repo(tmp_path, cache):
 # --- build_instruct: decontamination, outputs --------------------------------------------------------
 
 def test_refuses_benchmark_repos_by_name_and_source(tmp_path, cache):
-    spec = _manifest(tmp_path).repos[0]
+    spec = _manifest(tmp_path, name="mini_repo").repos[0]  # a path source's pin names the repository
     fetched = fetch(spec)
     tree = fetched.source_hash
     cases = {

@@ -10,6 +10,7 @@ from conftest import make_sample
 from execrepobench_dataset.record import read_jsonl, write_jsonl
 from execrepobench_metric import api
 from execrepobench_metric.engine import choose_sandbox
+from execrepobench_metric.environments import find_environment
 from execrepobench_metric.judge import JudgeConfig, judge
 from execrepobench_metric.sandbox import SandboxUnavailable, strong_available
 
@@ -22,7 +23,7 @@ CLAMP_TESTS = ("tests/test_mathx.py::test_clamp_inside", "tests/test_mathx.py::t
 def two_samples(built_minirepo):
     clamp = make_sample(built_minirepo, "minirepo/mathx.py", "return value", judged=CLAMP_TESTS)
     slug = make_sample(built_minirepo, "minirepo/strings.py", "return slug[:limit]",
-                       fill_type="Random Single-line Completion")
+                       judged=("tests/test_strings.py::test_slugify",), fill_type="Random Single-line Completion")
     return [clamp, slug]
 
 
@@ -52,17 +53,17 @@ def test_compute_by_sample_id_and_bad_input(two_samples, tmp_path):
     out = api.compute([s.middle_code for s in two_samples], ids, dataset=tmp_path, allow_exec=True,
                       progress=False)
     assert out["pass@1"] == 100.0
-    with pytest.raises(api.InputError, match="reference 1: .*unknown sample id 'nope'"):
+    with pytest.raises(api.InputError, match="reference 1 \\(sample nope\\), field sample_id: unknown sample id"):
         api.compute(["a", "b"], [ids[0], "nope"], dataset=tmp_path, allow_exec=True)
-    with pytest.raises(ValueError, match="reference 0: .*no dataset"):
+    with pytest.raises(ValueError, match="reference 0 .*no dataset"):
         api.compute(["a"], [ids[0]], allow_exec=True)
-    with pytest.raises(api.InputError, match="prediction 1: expected a string or a list"):
+    with pytest.raises(api.InputError, match=f"prediction 1 \\(sample {ids[1]}\\), field predictions: expected a str"):
         api.compute(["a", None], ids, dataset=tmp_path, allow_exec=True)
     with pytest.raises(ValueError, match="test_selection"):
         api.compute(["a"], ids[:1], dataset=tmp_path, test_selection="some")
     bad = two_samples[0].to_dict()
     bad["fill_type"] = "Random Line"
-    with pytest.raises(ValueError, match="reference 0: .*fill_type"):
+    with pytest.raises(ValueError, match="reference 0 .*field fill_type"):
         api.compute(["a"], [bad], allow_exec=True)
 
 
@@ -75,8 +76,7 @@ def test_weak_mode_only_when_accepted(two_samples, monkeypatch):
     mode, note = choose_sandbox(allow_weak=True)
     assert mode == "none" and "WEAK SANDBOX" in note
     clamp = two_samples[0]
-    root = Path(api.resolve_references([clamp])[0].env_key and __import__(
-        "execrepobench_metric.judge", fromlist=["load_env"]).load_env(clamp.env_key)[1])
+    root = find_environment(clamp.env_key).root
     before = (root / clamp.file_name).read_text()
     weak = JudgeConfig(sandbox="none", timeout_s=60)
     assert judge(clamp, clamp.middle_code, weak).passed
@@ -85,7 +85,7 @@ def test_weak_mode_only_when_accepted(two_samples, monkeypatch):
 
 
 def test_module_docstring_examples():
-    import execrepobench_metric.execrepobench_metric as module
+    import execrepobench_metric.evaluate_module as module
 
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
     assert result.attempted >= 1 and result.failed == 0
@@ -107,9 +107,7 @@ def test_real_pypi_repo_judges_the_completed_file(tmp_path, cache_dir):
     assert out["pass@1"] == 100.0, [d for d in out["details"] if not d["passed"]]
     # Mask the first import of the package's __init__: a broken fill breaks every test's import.
     init = next(s for s in samples)  # any sample gives the env and test command
-    from execrepobench_metric.judge import load_env
-
-    root = load_env(init.env_key)[1]
+    root = find_environment(init.env_key).root
     text_init = (root / "src/isodate/__init__.py").read_text()
     line = next(ln for ln in text_init.splitlines() if ln.startswith("from isodate."))
     start = text_init.index(line)

@@ -358,7 +358,8 @@ def test_run_command_end_to_end(backend, built_minirepo, model_dir, tmp_path, ca
 
     samples = [make_sample(built_minirepo, "minirepo/mathx.py", "return value",
                            judged=("tests/test_mathx.py::test_clamp_inside",)),
-               make_sample(built_minirepo, "minirepo/mathx.py", "acc += value")]
+               make_sample(built_minirepo, "minirepo/mathx.py", "acc += value",
+                           judged=("tests/test_mathx.py::test_running_total",))]
     write_jsonl(samples, tmp_path / "samples.jsonl")
     base = ["run", "--samples", str(tmp_path / "samples.jsonl"), "--backend", backend, "--model",
             str(model_dir), "--allow-exec", "--no-progress"]

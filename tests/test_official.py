@@ -43,13 +43,20 @@ def test_report_numbers(imported):
     for rep in (calc, text):
         assert rep["official_entry_point"] == f"{rep['repo']}/evaluate_repo.py"
         assert rep["test_command"][:3] == ["python", "-m", "pytest"]
-        assert rep["pinned"].startswith("path:") and "#tree=" in rep["pinned"]
+        # sample ids hash the pinned source: it names the repository, not where repos.zip was unpacked
+        assert rep["pinned"].startswith(f"path:{rep['repo']}#tree=") and str(imported["src"]) not in rep["pinned"]
         assert rep["baseline"]["import_check"].get("evaluate_repo") is None  # the harness is never imported
 
 
 def test_kept_samples_are_judged_and_match_the_files(imported):
+    from execrepobench_dataset.repo_record import read_repo_records
+
     src, out = imported["src"], imported["out"]
     kept = list(read_jsonl(out / "samples.jsonl"))
+    records = {r.repo_name: r for r in read_repo_records(out / "repositories.jsonl")}
+    assert set(records) == {"calcpkg", "textkit"} and all(r.key_matches for r in records.values())
+    assert all(s.env_key == records[s.repo_name].env_key for s in kept)
+    assert "repository" not in json.loads((out / "import_report.json").read_text())["repos"]["calcpkg"]
     everything = list(read_jsonl(out / "all_samples.jsonl"))
     assert len(kept) == 2 and len(everything) == 3
     assert {s.sample_id for s in kept} < {s.sample_id for s in everything}

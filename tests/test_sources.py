@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from execrepobench.builder import sources
+from execrepobench_metric import sources
 from execrepobench.builder.manifest import RepoSpec, default_manifest_path, load_manifest
 from execrepobench.builder.sources import FetchedSource, SourceError, fetch, safe_extract, tree_hash
 from execrepobench_metric.layout import CACHE_ENV_VAR, downloads_dir, sources_dir
@@ -101,7 +101,7 @@ def test_path_source_git_work_tree(tmp_path: Path, tmp_cache: Path) -> None:
     (work / "untracked.py").write_text("Y = 1\n")
     first = fetch(spec)
     assert first.version == "local"
-    assert first.pinned == f"path:{work}#tree={first.source_hash}"
+    assert first.pinned == f"path:proj#tree={first.source_hash}"  # no folder of this machine in the pin
     # the build works on a snapshot of the tracked files in the cache; the checkout is untouched
     assert first.root != work and first.root.is_relative_to(tmp_cache)
     assert (first.root / "pkg" / "mod.py").read_text() == "X = 1\n"

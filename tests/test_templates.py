@@ -104,11 +104,14 @@ def test_chat_messages_match_repo_instruct_records():
 
 
 def test_chat_official_layout():
-    # ExecRepoBench utils/prompt_template.py REPO_COMPLETE_TEMPLATE (its leading "\n" left out) with eval.py's
-    # context entries "##{file_name}##:\n{file_code}" joined by "\n", reversed for --context_order close.
-    template = "##Context Code##:\n{}\n##Prefix Code##:\n{}\n##Suffix Code##:\n{}\n##Middle Code##:\n"
+    # ExecRepoBench utils/prompt_template.py REPO_COMPLETE_TEMPLATE and SYSTEM_PROMPT (triple-quoted: their
+    # newlines kept) with eval.py's context entries "##{file_name}##:\n{file_code}" joined by "\n", reversed for
+    # --context_order close.  (Byte-equality with the official code's output: tests/test_official_prompts.py.)
+    template = "\n##Context Code##:\n{}\n##Prefix Code##:\n{}\n##Suffix Code##:\n{}\n##Middle Code##:\n"
     ctx = "\n".join(f"##{f}##:\n{c}" for f, c in reversed(PARTS.context))
-    assert render("chat-official", PARTS)[1]["content"] == template.format(ctx, PRE, SUF)
+    msgs = render("chat-official", PARTS)
+    assert msgs[1]["content"] == template.format(ctx, PRE, SUF)
+    assert msgs[0] == {"role": "system", "content": "\n" + SYSTEM_PROMPT + "\n"} and "\n" not in SYSTEM_PROMPT
 
 
 def test_close_and_far_order():
@@ -159,7 +162,7 @@ def test_registry_entries_are_complete():
         if t.kind == "fim":
             assert t.fim_prefix and t.fim_suffix and t.stop
             out = render(t, PARTS)
-            assert t.fim_prefix in out and t.fim_suffix in out and out.endswith(t.fim_middle or PRE)
+            assert t.fim_prefix in out and t.fim_suffix in out and out.endswith((t.fim_middle or PRE) + t.trail)
     with pytest.raises(ValueError):
         Template("x", "fim", "d", "s", order="mps")
 

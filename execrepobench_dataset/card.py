@@ -1,0 +1,183 @@
+"""The dataset card (README.md of a published folder): YAML front matter + what a user needs to know.
+
+It tells: how the data was built, where the code of every repository comes from (pinned source,
+license), what a machine needs to judge it (Linux, bubblewrap, the Python version), the commands that
+prepare the environments and judge, the fingerprint and how to recompute it, fields and statistics.
+It names no path of the machine that built it.
+"""
+from __future__ import annotations
+
+import json
+import re
+import statistics
+from collections import Counter
+from pathlib import PurePath
+
+from .record import FILL_TYPES, features
+from .repo_record import RepoRecord, repo_features
+
+CITATION = """@article{yang2024execrepobench,
+  title={ExecRepoBench: Multi-level Executable Code Completion Evaluation},
+  author={Yang, Jian and Zhang, Jiajun and Yang, Jiaxi and Jin, Ke and Zhang, Lei and Peng, Qiyao and
+          Deng, Ken and Miao, Yibo and Liu, Tianyu and Cui, Zeyu and Hui, Binyuan and Lin, Junyang},
+  journal={arXiv preprint arXiv:2412.11990},
+  year={2024}
+}"""
+FIELD_DOCS = {
+    "sample_id": "stable content hash of the pinned source, file, fill type and the three code parts",
+    "repo_name": "repository name from the build manifest", "file_name": "repo-relative POSIX path of the masked file",
+    "repo_source": "exact pinned source: `pypi:NAME==VER#sha256=...`, `git:URL@COMMIT` or `path:NAME#tree=...`",
+    "prefix_code": "text of the file before the masked span", "suffix_code": "text of the file after the masked span",
+    "middle_code": "the masked span (the ground truth)", "selection_rule": "rule that selected the judged tests",
+    "context_code": "other files of the repository, most relevant first, each `{path, code}`",
+    "fill_type": "one of the paper's six fill types (`Random Span Completion`, ..., `grammar-based: block`)",
+    "node_type": "tree-sitter node type of the masked span, or `span` / `line` / `lines` for random masks",
+    "middle_start_byte": "UTF-8 byte offset of the start of the middle in the original file",
+    "middle_end_byte": "UTF-8 byte offset of the end of the middle in the original file",
+    "env_key": "the environment's identity: sha256 of {Python X.Y, pinned source, lock} (config `repositories`)",
+    "seed": "seed of the builder's random choices", "builder_version": "version of the builder that made the sample",
+    "test_command": "argv that runs the repository's tests in its environment",
+    "judged_tests": "pytest node ids judging the sample (ground truth passes, a null fill fails); empty: whole suite",
+    "time_budget_s": "seconds a judged run may take, from the ground truth's own runs at verification (0: not recorded)",
+    "guard_allowed": "audit events the ground truth triggers from the masked file; the runtime guard allows only these",
+    "excluded_tests": "tests never judged (failing or flaky in the baseline runs, or excluded by the manifest)",
+}
+REPO_FIELD_DOCS = {
+    "repo_name": "repository name (the samples' `repo_name`)", "repo_source": "pinned source (as in the samples)",
+    "python": "Python version of the environment (X.Y)", "env_key": "the environment's identity (as in the samples)",
+    "lock": "the test environment's requirements: exact versions with `--hash=sha256:` (installed with `--no-deps`)",
+    "test_command": "the command that runs the tests", "test_paths": "test paths from the manifest",
+    "pytest_args": "pytest arguments from the manifest", "excluded_tests": "tests never judged",
+    "env": "environment variables of every test run (`K=V`)", "license": "the repository's license, from its metadata",
+    "manifest_entry": "the manifest entry (TOML) that built this repository",
+}
+
+
+def table(head: list[str], rows: list[list]) -> list[str]:
+    return ["| " + " | ".join(head) + " |", "|" + "---|" * len(head), *("| " + " | ".join(
+        str(c).replace("|", "\\|").replace("\n", " ") for c in r) + " |" for r in rows), ""]
+
+
+def statistics_rows(samples: list[dict]) -> dict[str, list[list]]:
+    """The card's statistics tables: samples per fill type and per repository, context sizes."""
+    fills, repos = Counter(s["fill_type"] for s in samples), Counter(s["repo_name"] for s in samples)
+    sizes = {"context files per sample": [len(s["context_code"]) for s in samples],
+             "context characters per sample": [sum(len(c["code"]) for c in s["context_code"]) for s in samples],
+             "in-file characters (prefix + suffix)": [len(s["prefix_code"]) + len(s["suffix_code"]) for s in samples],
+             "middle characters": [len(s["middle_code"]) for s in samples]}
+    med = lambda v: (lambda m: str(int(m)) if float(m).is_integer() else f"{m:.1f}")(statistics.median(v))  # noqa
+    return {"fill_type": [[f, fills.get(f, 0)] for f in FILL_TYPES] + [["**total**", len(samples)]],
+            "repository": [[r, n] for r, n in sorted(repos.items())],
+            "context": [[k, min(v), med(v), max(v)] for k, v in sizes.items()]}
+
+
+def get_code(record: RepoRecord) -> str:
+    """The command that fetches a repository's pinned code by hand (`prepare` does it for you)."""
+    if m := re.match(r"^pypi:([^=]+)==([^#]+)#sha256=([0-9a-f]+)$", record.repo_source):
+        return f"`pip download --no-deps --no-binary {m[1]} {m[1]}=={m[2]}` (sha256 `{m[3]}`)"
+    if m := re.match(r"^git:(.+)@([0-9a-f]+)$", record.repo_source):
+        return f"`git clone {m[1]}` and `git checkout {m[2]}`"
+    return "not portable: a local folder of the machine that built the dataset (not published)"
+
+
+def _intro(report: dict, configs: str, fingerprint: str, verified: bool) -> list[str]:
+    manifest = PurePath(str(report.get("manifest") or "")).name or "(not recorded)"
+    return ["# ExecRepoBench", "",
+            "Repository-level, multi-level code completion judged by **running the repository's own tests** "
+            "(ExecRepoBench, [arXiv 2412.11990](https://arxiv.org/abs/2412.11990)). Each sample masks a span (random "
+            "span / line / lines, or a grammar-based expression / statement / block) of a Python file of a real, "
+            "pinned repository; a completion passes when the sample's judged tests pass with it in the repository's "
+            f"pinned environment. Configs: {configs}.", "",
+            "## How it was built", "",
+            f"Built by the ExecRepoBench builder version `{report['builder_version']}` from the manifest `{manifest}` "
+            f"with seed `{report['seed']}`." + (" Samples were verified: the ground truth passes the judged tests and "
+                                                 "a null fill fails them." if verified else ""), "",
+            f"Fingerprint: `{fingerprint}`. Recompute it from this folder or its Hub id with "
+            "`execrepobench fingerprint DIR_OR_HUB_ID`: the sha256 over every sample then every repository record, "
+            "each as one line of canonical JSON (sorted keys, UTF-8), samples sorted by `sample_id`, records by "
+            "`repo_name` (see `execrepobench_dataset.load.dataset_fingerprint`).", ""]
+
+
+def _requirements(records: list[RepoRecord]) -> list[str]:
+    pythons = ", ".join(sorted({r.python for r in records})) or "-"
+    return ["## Requirements", "",
+            "Judging runs each repository's tests, so it needs: **Linux** with **bubblewrap** (`bwrap`, e.g. "
+            "`apt-get install bubblewrap`: the sandbox of every judged run), **Python " + pythons + "** installed (the "
+            "environments are made with uv for exactly that version; uv does not download interpreters here), and "
+            "network access to PyPI while preparing (the pinned sources and the locked packages).", "",
+            "## How to get the code", "",
+            "The repositories' code is not in this dataset: each repository is pinned (config `repositories`: pinned "
+            "source, Python version, locked requirements with hashes, test command, license, the manifest entry). "
+            "`execrepobench prepare` fetches each pinned source, checks its hash, makes its environment from the "
+            "lock (nothing is re-resolved) and checks a few samples (ground truth passes, null fill fails):", "",
+            "```bash", "pip install ./execrepobench   # the ExecRepoBench package: its repository checkout, or a wheel",
+            "execrepobench prepare --dataset <this dataset's Hub id or folder>   # prints `ready` or why not, per "
+            "repository", "```", ""]
+
+
+def repository_rows(records: list[RepoRecord], report: dict, samples: list[dict]) -> list[list]:
+    per_repo = Counter(s["repo_name"] for s in samples)
+    rows = [[r.repo_name, f"`{r.repo_source}`", r.license or "unknown", r.python, f"`{r.env_key}`",
+             per_repo.get(r.repo_name, 0), get_code(r)] for r in records]
+    known = {r.repo_name for r in records}
+    rows += [[x.get("repo", "?"), "-", "-", "-", "-", 0, f"not published ({x.get('status', '?')})"]
+             for x in report.get("repos", []) if x.get("repo") not in known]
+    return rows
+
+
+EVALUATION = """## Evaluation
+
+Judging runs model code: it needs the explicit opt-in (`allow_exec=True` or `EXECREPOBENCH_ALLOW_EXEC=1`) and the
+prepared environments (`execrepobench prepare`, above; or `prepare=True` / `EXECREPOBENCH_PREPARE=1` with
+`dataset=`). Without them the metric raises one error naming the missing repositories and the command.
+```python
+from datasets import load_dataset
+from execrepobench_metric.api import compute
+bench = load_dataset("<this dataset>", "exec_repo_bench", split="test")
+out = compute(predictions=completions, references=list(bench), allow_exec=True)   # out["pass@1"], out["es"]
+```
+```bash
+EXECREPOBENCH_ALLOW_EXEC=1 execrepobench evaluate --dataset <this dataset> \\
+    --predictions predictions.jsonl --out results/  # {"sample_id": ..., "completion": ...} per line
+```
+"""
+
+
+def render_card(meta: dict, report: dict, samples: list[dict], records: list[RepoRecord], fingerprint: str,
+                instruct: list[dict] | None, instruct_report: dict | None) -> str:
+    import yaml
+
+    from .instruct_record import instruct_features
+
+    stats = statistics_rows(samples)
+    configs = (f"`exec_repo_bench` (split `test`, {len(samples)} samples), `repositories` (split `train`, "
+               f"{len(records)} repository records)")
+    if instruct is not None:
+        configs += (f", `repo_instruct` (split `train`, {len(instruct)} chat-formatted fill-in-the-middle records, "
+                    "not executed)")
+    verified = any("verify_candidates" in r for r in report.get("repos", []))
+    lines = ["---", yaml.safe_dump(meta, sort_keys=False, allow_unicode=True, width=1000).rstrip(), "---", "",
+             *_intro(report, configs, fingerprint, verified), *_requirements(records),
+             *table(["repository", "pinned source", "license", "python", "env key", "samples", "get the code"],
+                    repository_rows(records, report, samples)),
+             "## Fields", "", *table(["field", "meaning"], [[f"`{n}`", FIELD_DOCS.get(n, "see record.py")]
+                                                           for n in features()]),
+             "Config `repositories`:", "",
+             *table(["field", "meaning"], [[f"`{n}`", REPO_FIELD_DOCS.get(n, "see repo_record.py")]
+                                           for n in repo_features()]),
+             "## Statistics", "", *table(["fill type", "samples"], stats["fill_type"]),
+             *table(["repository", "samples"], stats["repository"]),
+             *table(["size", "min", "median", "max"], stats["context"])]
+    if instruct is not None:
+        per_fill = Counter(r["fill_type"] for r in instruct)
+        lines += ["## Repo-Instruct", "", f"`repo_instruct`: {len(instruct)} records from "
+                  f"{len({r['repo_name'] for r in instruct})} repositories. Fields: "
+                  + ", ".join(f"`{n}`" for n in instruct_features()) + " (`messages`: system, user with context, "
+                  "prefix and suffix, assistant with the middle).", "",
+                  *table(["fill type", "records"], [[f, per_fill.get(f, 0)] for f in FILL_TYPES])]
+        if instruct_report:  # numbers only: the report's paths and reasons stay on the machine that built it
+            shown = {k: v for k, v in sorted(instruct_report.items()) if isinstance(v, (int, float))}
+            shown.update(instruct_report.get("totals", {}) if isinstance(instruct_report.get("totals"), dict) else {})
+            lines += ["Instruct build report:", "", *(f"- {k}: `{json.dumps(v, sort_keys=True)[:300]}`"
+                                                      for k, v in shown.items()), ""]
+    return "\n".join([*lines, EVALUATION, "## Citation", "", "```bibtex", CITATION, "```", ""])

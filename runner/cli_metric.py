@@ -1,0 +1,41 @@
+"""`execrepobench publish-metric`: the metric as an `evaluate` module folder, optionally pushed to a Space."""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+
+def add_publish_metric(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--out", type=Path, required=True,
+                   help="folder to write the module into: OUT/execrepobench/ (evaluate.load('OUT/execrepobench'))")
+    p.add_argument("--push-to-hub", metavar="USER/NAME", default=None,
+                   help="create (or reuse) this Gradio Space and upload the module: evaluate.load('USER/NAME'); "
+                        "NAME is also the module's name")
+    p.add_argument("--requirement", default=None,
+                   help="the pip requirement line the Space installs (default: execrepobench==<this version>; "
+                        "e.g. a git+https URL of this project)")
+    p.add_argument("--overwrite", action="store_true", help="replace a module folder written before")
+    p.add_argument("--private", action="store_true", help="make a new Space private")
+
+
+def run_publish_metric(args: argparse.Namespace) -> int:
+    from execrepobench_metric.hub_module import MetricPublishError, push_metric, write_metric_folder
+
+    try:
+        folder = write_metric_folder(args.out, repo_id=args.push_to_hub, requirement=args.requirement,
+                                     overwrite=args.overwrite)
+        print(f"wrote {folder}: evaluate.load({str(folder)!r})")
+        if args.push_to_hub:
+            push_metric(folder, args.push_to_hub, private=args.private)
+            print(f"pushed to the Space {args.push_to_hub}: evaluate.load({args.push_to_hub!r})")
+    except (MetricPublishError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+COMMANDS = {
+    "publish-metric": ("write the metric as an evaluate module folder; optionally push it to a Space",
+                       add_publish_metric, run_publish_metric),
+}

@@ -1,0 +1,77 @@
+"""Subcommands for using a published dataset on this machine: `prepare` and `fingerprint`."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+
+def add_prepare(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--dataset", required=True,
+                   help="a builder output folder, a published dataset folder, or a Hub dataset id (OWNER/NAME)")
+    p.add_argument("--repo", action="append", default=[], help="prepare only this repository (repeatable)")
+    p.add_argument("--workers", type=int, default=min(4, os.cpu_count() or 1),
+                   help="repositories prepared at once (threads)")
+    p.add_argument("--gold-samples", type=int, default=3,
+                   help="samples per repository whose ground truth must pass and null fill must fail (default 3)")
+    p.add_argument("--timeout", type=float, default=300.0, help="seconds per judged run of the gold check")
+    p.add_argument("--revision", default=None, help="Hub revision (branch, tag or commit) of a Hub dataset")
+    p.add_argument("--allow-weak-sandbox", action="store_true", help="run the gold check without bubblewrap")
+    p.add_argument("--report", type=Path, default=None, help="also write the statuses as JSON to this file")
+    p.add_argument("--no-progress", action="store_true")
+
+
+def run_prepare(args: argparse.Namespace) -> int:
+    from execrepobench_dataset.load import DatasetNotFound
+    from execrepobench_dataset.record import RecordError
+    from execrepobench_metric.prepare import PrepareConfig, prepare_dataset
+    from execrepobench_metric.sandbox import SandboxUnavailable
+
+    if args.workers < 1 or args.gold_samples < 0:
+        print("error: --workers must be >= 1 and --gold-samples >= 0", file=sys.stderr)
+        return 2
+    config = PrepareConfig(workers=args.workers, gold_samples=args.gold_samples, timeout_s=args.timeout,
+                           allow_weak_sandbox=args.allow_weak_sandbox, progress=not args.no_progress)
+    try:
+        statuses = prepare_dataset(args.dataset, tuple(args.repo), config, revision=args.revision)
+    except (DatasetNotFound, RecordError, ValueError, SandboxUnavailable, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    width = max([len(s.repo_name) for s in statuses] + [10])
+    for s in statuses:
+        state = ("ready" + (" (already prepared)" if s.reused else "")) if s.ready else f"NOT READY: {s.reason}"
+        print(f"{s.repo_name:<{width}}  {s.env_key or '-':<24}  {state}")
+    ready = sum(s.ready for s in statuses)
+    print(f"{ready}/{len(statuses)} repositories ready")
+    if args.report is not None:
+        args.report.parent.mkdir(parents=True, exist_ok=True)
+        args.report.write_text(json.dumps([s.to_dict() for s in statuses], indent=1) + "\n", encoding="utf-8")
+    return 0 if statuses and ready == len(statuses) else 1
+
+
+def add_fingerprint(p: argparse.ArgumentParser) -> None:
+    p.add_argument("dataset", help="a builder output folder, a published dataset folder, or a Hub dataset id")
+    p.add_argument("--revision", default=None, help="Hub revision of a Hub dataset")
+
+
+def run_fingerprint(args: argparse.Namespace) -> int:
+    from execrepobench_dataset.load import DatasetNotFound, open_dataset
+    from execrepobench_dataset.record import RecordError
+
+    try:
+        opened = open_dataset(args.dataset, args.revision)
+    except (DatasetNotFound, RecordError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(opened.fingerprint)
+    return 0
+
+
+COMMANDS = {
+    "prepare": ("make a dataset's environments here (pinned sources, locks) and gold-check each repository",
+                add_prepare, run_prepare),
+    "fingerprint": ("print a dataset's fingerprint (the same for its builder folder, published folder and Hub id)",
+                    add_fingerprint, run_fingerprint),
+}
