@@ -1,8 +1,8 @@
 """The judge's side of the in-process guard: the channel it opens, the evidence it reads back.
 
 The guard (`pytest_plugin/_execrepobench_guard*.py`) runs inside the sandboxed pytest process and
-streams each fact (collected tests, each test's call report and any setup / teardown that did not
-pass, completion-attributed events, the end of the session, the exit) as it happens to a file descriptor opened here, one line each, chained with an
+streams each fact (collected tests, each test's call report, its subtests' reports and any setup /
+teardown that did not pass, completion-attributed events, the end of the session, the exit) as it happens to a file descriptor opened here, one line each, chained with an
 HMAC-SHA256 whose key reaches the process through a pipe it reads and closes before any repository
 code runs.  The stream is an unnamed temporary file of this process: the sandbox cannot open it by a
 path, and whatever the code under test does to the descriptor (truncate, seek, write) breaks the
@@ -24,6 +24,7 @@ GUARD_MODES = ("enforce", "record", "off")
 BOOTSTRAP = "_execrepobench_guard"
 SETTINGS_VAR = "EXECREPOBENCH_GUARD"
 _RANK = {"passed": 0, "skipped": 1, "failed": 2, "error": 3}
+NEVER_STARTED = "the guard never started"
 
 
 @dataclass(frozen=True)
@@ -91,8 +92,10 @@ def read_evidence(data: bytes, key: bytes) -> GuardEvidence:
     lines, problem = verify_lines(data, key)
     if problem:
         return GuardEvidence(problem=problem)
-    if not lines or lines[0][0] != "hello":
-        return GuardEvidence(problem="the guard never started")
+    if not lines:
+        return GuardEvidence(problem=NEVER_STARTED)
+    if lines[0][0] != "hello":
+        return GuardEvidence(problem="the stream does not begin with the guard's first line")
     collected, outcomes, errors, tamper, events, guard_errors = (), {}, [], [], [], []
     finished, exit_code, phases = False, None, set()
     for kind, *rest in lines[1:]:
@@ -100,11 +103,12 @@ def read_evidence(data: bytes, key: bytes) -> GuardEvidence:
             return GuardEvidence(problem="lines after the exit line")
         if kind == "collected":
             collected = tuple(rest)
-        elif kind == "report" and len(rest) == 3:
+        elif kind in ("report", "subreport") and len(rest) == 3:
             nodeid, outcome = rest[0], rest[2]
-            if (nodeid, rest[1]) in phases:  # pytest reports each phase of a test once
-                return GuardEvidence(problem=f"a second {rest[1]} report for {nodeid}")
-            phases.add((nodeid, rest[1]))
+            if kind == "report":  # each phase of a test is reported once (its subtests come as subreports)
+                if (nodeid, rest[1]) in phases:
+                    return GuardEvidence(problem=f"a second {rest[1]} report for {nodeid}")
+                phases.add((nodeid, rest[1]))
             if _RANK.get(outcome, 3) >= _RANK.get(outcomes.get(nodeid, "passed"), 0):
                 outcomes[nodeid] = outcome if outcome in _RANK else "error"
         elif kind == "collecterror":

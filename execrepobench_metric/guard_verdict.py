@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from .guard import NEVER_STARTED
 from .junit import ERROR
 from .pytest_run import PytestRun
 
@@ -19,6 +20,9 @@ def guarded_run(run: PytestRun) -> tuple[PytestRun, tuple[str, str] | None]:
     ev = run.guard
     if ev is None:
         return run, None
+    if ev.problem == NEVER_STARTED:  # nothing of the repository runs before the guard: the harness failed
+        return run, ("error", f"the guard did not start (exit code {run.exit_code}): "
+                              f"{run.process.stderr_tail.strip()[-300:]}")
     if ev.problem:
         return run, ("tampering", f"the guard's evidence stream was damaged: {ev.problem}")
     if ev.tampering:

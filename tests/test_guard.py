@@ -169,8 +169,10 @@ def guardrepo(tmp_path_factory):
     (repo / "conftest.py").write_text('def pytest_configure(config):\n'
                                       '    config.addinivalue_line("markers", "slow: a slow test")\n')
     (repo / "tests" / "test_core.py").write_text(
-        "from guardrepo.core import caller_name, double\n\n\ndef test_caller_name():\n"
-        "    assert caller_name() == 'test_caller_name'\n\n\ndef test_double():\n    assert double(4) == 8\n")
+        "import unittest\n\nfrom guardrepo.core import caller_name, double\n\n\ndef test_caller_name():\n"
+        "    assert caller_name() == 'test_caller_name'\n\n\ndef test_double():\n    assert double(4) == 8\n\n\n"
+        "class TestDoubles(unittest.TestCase):\n    def test_many(self):\n        for x in (1, 2, 3):\n"
+        "            with self.subTest(x=x):\n                self.assertEqual(double(x), 2 * x)\n")
     text = f'[[repo]]\nsource = "path:{repo}"\nname = "guardrepo"\nsamples_per_repo = 1\n'
     summary = build(BuildConfig(manifest=parse_manifest(text, base), out=base / "out", baseline_runs=1,
                                 progress=False, verify=False))
@@ -202,11 +204,15 @@ def test_what_the_ground_truth_does_is_recorded_and_allowed(guardrepo, monkeypat
     gc_way = "import gc; gc.get_objects(); return sys._getframe(1).f_code.co_name"
     v = judge(allowed, gc_way, ON)
     assert v.reason == "tampering" and v.guard_events == ("gc.get_objects",), v
-    # a sample of the same file whose tests never run the frame code allows nothing
-    double = make_sample(guardrepo, "guardrepo/core.py", "return x * 2", judged=("tests/test_core.py::test_double",))
+    # a sample of the same file whose tests never run the frame code allows nothing (its tests
+    # include unittest subtests: pytest reports each with a report of its own)
+    double = make_sample(guardrepo, "guardrepo/core.py", "return x * 2",
+                         judged=("tests/test_core.py::test_double", "tests/test_core.py::TestDoubles::test_many"))
     out = verify_one(double, ON)
-    assert out.kept and out.sample.guard_allowed == ()
-    cheat = 'import sys as _s; return 8 if _s._getframe(1).f_code.co_name == "test_double" else x'
+    assert out.kept and out.sample.guard_allowed == (), out
+    assert judge(out.sample, "return x * 2 if x != 3 else 5", ON).failing_tests == (
+        "tests/test_core.py::TestDoubles::test_many",)
+    cheat = 'import sys as _s; return 8 if _s._getframe(1).f_code.co_name == "test_double" else x + x'
     assert judge(out.sample, cheat, OFF).passed
     assert judge(out.sample, cheat, ON).reason == "tampering"
 

@@ -18,8 +18,7 @@ SETTINGS_VAR = "EXECREPOBENCH_GUARD"
 # may run: the test machinery, the import system, and what the guard's own wrappers replace.
 PROTECTED_PREFIXES = ("pytest", "_pytest", "pluggy", "unittest", "__main__", "_execrepobench_collect",
                       "_execrepobench_guard", "_execrepobench_guard_hook", "_execrepobench_guard_integrity",
-                      "_execrepobench_guard_attribution",
-                      "importlib", "_frozen_importlib", "_frozen_importlib_external", "builtins", "threading",
+                      "_execrepobench_guard_attribution", "importlib", "_frozen_importlib", "_frozen_importlib_external", "builtins", "threading",
                       "_thread", "signal", "_signal", "os", "posix", "posixpath", "pathlib", "faulthandler",
                       "logging", "traceback", "linecache")
 # Standard-library code that takes a frame and hands out only text (see `consumers`): the modules it
@@ -29,9 +28,8 @@ CONSUMER_MODULES = ("logging", "traceback", "linecache")
 # protected namespaces are checked in turns, one part after each test, and all at the session's end.
 HOT = ("builtins", "__main__", "_pytest.runner", "_pytest.reports", "_pytest.python", "_pytest.outcomes",
        "_pytest.raises", "_pytest.skipping", "_pytest.unittest", "pluggy._hooks", "pluggy._callers",
-       "pluggy._execution",
-       "pluggy._result", "_execrepobench_collect", "_execrepobench_guard", "_execrepobench_guard_hook",
-       "_execrepobench_guard_integrity", "_execrepobench_guard_attribution")
+       "pluggy._execution", "pluggy._result", "_execrepobench_collect", "_execrepobench_guard",
+       "_execrepobench_guard_hook", "_execrepobench_guard_integrity", "_execrepobench_guard_attribution")
 # Names the machinery itself rebinds while it runs ("module" or "module.Class"; "*": in every class):
 # pytest's capture and per-test assertion hooks, exception hooks, the import system's state.
 REBOUND = {"sys": ("stdin", "stdout", "stderr", "__stdin__", "__stdout__", "__stderr__", "last_type", "last_value",
@@ -42,9 +40,10 @@ REBOUND = {"sys": ("stdin", "stdout", "stderr", "__stdin__", "__stdout__", "__st
            "_pytest.assertion.util": ("_reprcompare", "_assertion_pass", "_config"),
            "_pytest.assertion.rewrite": ("_ASSERTION_REWRITE_ACTIVE",),
            "builtins": ("_", "__debug__"),
-           # class attributes pytest sets at configure time / while collecting
+           # class attributes pytest sets at configure time / while collecting, and unittest on each
+           # TestCase class it runs
            "_pytest.debugging.pytestPDB": ("_config", "_pluginmanager", "_recursive_debug", "_wrapped_pdb_cls"),
-           "*": ("_pytest_diamond_inheritance_warning_shown",)}
+           "*": ("_pytest_diamond_inheritance_warning_shown", "tearDown_exceptions", "_classSetupFailed")}
 _audit = sys.audit
 
 
@@ -102,7 +101,12 @@ def import_machinery() -> dict:
     if multicall is None:  # pluggy >= 1.6 keeps it in _execution
         from pluggy import _execution
         multicall = _execution._multicall
+    try:  # pytest >= 9 reports each subtest with its own report (after the test's own call report)
+        from _pytest.subtests import SubtestReport
+    except ImportError:
+        SubtestReport = None
     return {"multicall": multicall.__code__, "report_type": _pytest.reports.TestReport,
+            "subtest_report_type": SubtestReport,
             "execrepobench.baseline": plugin.pytest_load_initial_conftests.__code__,
             "execrepobench.item": plugin.pytest_itemcollected.__code__,
             "execrepobench.collected": plugin.pytest_collection_finish.__code__,

@@ -67,6 +67,7 @@ def install(cfg, key, fd, genuine, originals):
     evidence = cfg["evidence"]
     machinery_dirs, bootstrap_modules, main = cfg["machinery_dirs"], cfg["bootstrap_modules"], cfg["main"]
     path_types, multicall, report_type = cfg["path_types"], genuine["multicall"], genuine["report_type"]
+    subtest_type = genuine["subtest_report_type"]
     text, esc = make_text()
     snapshot_namespace, take_snapshots, changed, group_names = make_integrity(
         cfg["protected"], cfg["hot"], cfg["rebound"], cfg["consumers"])
@@ -152,20 +153,21 @@ def install(cfg, key, fd, genuine, originals):
         return result if result in ("passed", "skipped") else "error"
 
     def on_report(report):
-        """A test's call phase, or a setup / teardown that did not pass: checked and recorded."""
-        if _type(report) is not report_type:
+        """A test's call phase, or a setup / teardown that did not pass, or a subtest: recorded."""
+        subtest = subtest_type is not None and _type(report) is subtest_type
+        if _type(report) is not report_type and not subtest:
             return sensitive("forged-report")
         check_integrity(("filtered", "hot"))  # the path from running a test to its report
         nodeid = text(report.nodeid)
         check_item(nodeid)
         result = outcome(report)
-        emit("report", nodeid, text(report.when), result, batch=result == "passed")
+        emit("subreport" if subtest else "report", nodeid, text(report.when), result, batch=result == "passed")
         return False
 
     def routine_report(report):
         """A passed setup or teardown decides nothing: after each test one slice of the cold
         namespaces is checked in turn, and that is all."""
-        if _type(report) is not report_type or text(report.outcome) != "passed":
+        if _type(report) is not report_type or text(report.outcome) != "passed":  # (subtests: on_report)
             return False
         when = text(report.when)
         if when == "teardown":
