@@ -40,10 +40,11 @@ REBOUND = {"sys": ("stdin", "stdout", "stderr", "__stdin__", "__stdout__", "__st
            "_pytest.assertion.util": ("_reprcompare", "_assertion_pass", "_config"),
            "_pytest.assertion.rewrite": ("_ASSERTION_REWRITE_ACTIVE",),
            "builtins": ("_", "__debug__"),
-           # class attributes pytest sets at configure time / while collecting, and unittest on each
-           # TestCase class it runs
+           # class attributes pytest sets at configure time / while collecting, unittest on each TestCase
+           # class it runs, and caches the standard library adds to a class when first asked
            "_pytest.debugging.pytestPDB": ("_config", "_pluginmanager", "_recursive_debug", "_wrapped_pdb_cls"),
-           "*": ("_pytest_diamond_inheritance_warning_shown", "tearDown_exceptions", "_classSetupFailed")}
+           "*": ("_pytest_diamond_inheritance_warning_shown", "tearDown_exceptions", "_classSetupFailed",
+                 "__slotnames__", "__annotations__")}
 _audit = sys.audit
 
 

@@ -120,7 +120,7 @@ def make_integrity(prefixes, hot, rebound, consumers=()):
         if _type(mapping) is _list:
             return ["integrity:" + label]
         old = _dict(_zip(_map(esc, keys), saved))
-        package = text(mapping.get("__name__")) if label.startswith("module:") else None
+        package = text(mapping.get("__name__")) if label.startswith(("module:", "tests:")) else None
         found = []
         for name, value in _zip(_map(esc, now), values):
             if old.pop(name, _dict) is value or name in skip or (name not in old and side_effect(package, name, value)):
