@@ -1,6 +1,6 @@
 """Build time per repository, step by step, from a real build of a few manifest repositories.
 
-    .venv/bin/python benchmarks/bench_build.py [--repo toolz --repo schema] [--samples-per-repo 8] [--no-verify]
+    .venv/bin/python benchmarks/bench_build.py [--repo toolz --repo schema] [--samples-per-repo 8]
 
 Prints, per repository: fetch, environment, baseline (3 runs + id-stability collections), coverage,
 masking + context, verification seconds, and the share of the repository's time spent outside its
@@ -22,7 +22,6 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--repo", action="append", default=None, help="manifest repositories (default: 3 small ones)")
     ap.add_argument("--samples-per-repo", type=int, default=8)
-    ap.add_argument("--no-verify", action="store_true")
     args = ap.parse_args()
     manifest = load_manifest(default_manifest_path())
     from dataclasses import replace
@@ -30,8 +29,7 @@ def main() -> None:
     manifest = replace(manifest, samples_per_repo=args.samples_per_repo,
                        repos=tuple(replace(r, samples_per_repo=None) for r in manifest.repos))
     with tempfile.TemporaryDirectory() as tmp:
-        summary = build(BuildConfig(manifest=manifest, out=Path(tmp), only=tuple(args.repo or ("schema", "inflection", "toolz")),
-                                    verify=not args.no_verify))
+        summary = build(BuildConfig(manifest=manifest, out=Path(tmp), only=tuple(args.repo or ("schema", "inflection", "toolz"))))
     steps = ("fetch_s", "env_s", "baseline_s", "samples_s", "coverage_s", "verify_s")
     print(f"{'repo':16}" + "".join(f"{s[:-2]:>10}" for s in steps) + f"{'total':>9}{'samples':>9}")
     for r in summary["repos"]:

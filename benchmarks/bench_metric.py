@@ -19,8 +19,9 @@ import time
 from pathlib import Path
 
 from execrepobench.builder.agreement import mutants
-from execrepobench_metric.fills import null_fill
 from execrepobench_metric.environments import find_environment
+from execrepobench_metric.fills import null_fill
+from execrepobench_metric.isolation import decide_isolation
 from execrepobench_metric.judge import JudgeConfig, judge
 from execrepobench_metric.process import run_command
 from execrepobench_metric.pytest_run import PytestInvocation, clean_env
@@ -66,7 +67,7 @@ def main() -> int:
             comps.append(("null", fill))
         comps += mutants(s, limit=2)
         work += [(s, kind, c) for kind, c in comps]
-    conf = JudgeConfig(timeout_s=args.timeout)
+    conf = JudgeConfig(isolation=decide_isolation(allow_weak=False)[0], timeout_s=args.timeout)
     ours, theirs = [], []
     ours_s = theirs_s = 0.0
     # Interleaved (and alternating which goes first), so background load hits both procedures alike.

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 from execrepobench.builder.agreement import agreement
+from execrepobench_metric.isolation import decide_isolation
 from execrepobench_metric.judge import JudgeConfig
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -26,7 +27,7 @@ def main() -> int:
     ap.add_argument("--workers", type=int, default=2)
     args = ap.parse_args()
     picked = verified_samples(args.samples, args.limit)
-    report = agreement(picked, JudgeConfig(timeout_s=300), workers=args.workers)
+    report = agreement(picked, JudgeConfig(isolation=decide_isolation(allow_weak=False)[0], timeout_s=300), workers=args.workers)
     print(json.dumps({k: v for k, v in report.items() if k != "disagreements"}, indent=1))
     sel, suite = report["median_selected_s"], report["median_suite_s"]
     if sel and suite:

@@ -7,15 +7,17 @@ Outcomes come from pytest's junit XML (via the metric's engine), never from stdo
 from __future__ import annotations
 
 import json
-import subprocess
+import tempfile
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from execrepobench_metric.environments import Environment
+from execrepobench_metric.isolation import Isolation
 from execrepobench_metric.junit import PASSED, SKIPPED
+from execrepobench_metric.limits import Limits
+from execrepobench_metric.process import run_command
 from execrepobench_metric.pytest_run import PytestInvocation, run_pytest
-from execrepobench_metric.sandbox import STRONG
 
 from .manifest import RepoSpec
 
@@ -58,13 +60,13 @@ def invocation(env: Environment, root: Path, spec: RepoSpec, timeout_s: float) -
                             env=dict(spec.env), timeout_s=timeout_s)
 
 
-def unstable_ids(inv: PytestInvocation, seen: set[str], collections: int, sandbox: str | None) -> set[str]:
+def unstable_ids(inv: PytestInvocation, seen: set[str], collections: int, isolation: Isolation) -> set[str]:
     """Test ids missing from some collection under other hash seeds (e.g. parametrize over a set
     whose order follows `hash(None)`): such ids cannot be judged reliably."""
     unstable: set[str] = set()
     for seed in range(1, collections + 1):
         run = run_pytest(replace(inv, collect_only=True, env={**inv.env, "PYTHONHASHSEED": str(seed)}),
-                         sandbox=sandbox)
+                         isolation=isolation)
         unstable |= seen - set(run.collected)
     return unstable
 
@@ -87,22 +89,22 @@ def classify(per_run: list[dict[str, str | None]]) -> dict[str, str]:
 
 
 def run_baseline(repo: str, env: Environment, root: Path, spec: RepoSpec, modules: list[str], *,
-                 runs: int = 3, timeout_s: float = 900.0, sandbox: str | None = STRONG,
+                 isolation: Isolation, runs: int = 3, timeout_s: float = 900.0,
                  collections: int = 5) -> Baseline:
-    """`sandbox`: run the suite under the same sandbox the metric judges in (tests that need the
-    network or write outside the tree fail here and are excluded); None runs on the host."""
+    """The suite runs under the same isolation the metric judges in (tests that need the network or
+    write outside the tree fail here and are excluded)."""
     import_check = check_imports(repo, env, root, modules) if modules else {}
     inv = invocation(env, root, spec, timeout_s)
     per_run, durations = [], []
     for i in range(runs):
-        result = run_pytest(inv, sandbox=sandbox)
+        result = run_pytest(inv, isolation=isolation)
         if result.error:
             tail = (result.process.stdout_tail + result.process.stderr_tail).strip().splitlines()[-5:]
             raise BaselineError(f"{repo}: baseline run {i + 1} failed: {result.error}: " + " | ".join(tail))
         per_run.append(result.outcomes)
         durations.append(result.process.duration_s)
     kinds = classify(per_run)
-    for nodeid in unstable_ids(inv, set(kinds), collections, sandbox):
+    for nodeid in unstable_ids(inv, set(kinds), collections, isolation):
         if kinds[nodeid] == "passing":
             kinds[nodeid] = "flaky"  # its id is not stable: a judged run might not find it
     by_kind = Counter(kinds.values())
@@ -127,14 +129,16 @@ def top_level_modules(source_files: list[str]) -> list[str]:
     return sorted(n for n in names if n.isidentifier())
 
 
+# Writes its answer to a file (argv[1]): a package that prints at import cannot garble it.
 _WHERE = """import importlib, json, sys
 out = {}
-for name in sys.argv[1:]:
+for name in sys.argv[2:]:
     try:
         out[name] = getattr(importlib.import_module(name), "__file__", None) or ""
     except Exception as exc:
         out[name] = "ERROR: " + type(exc).__name__
-print(json.dumps(out))
+with open(sys.argv[1], "w", encoding="utf-8") as fh:
+    json.dump(out, fh)
 """
 
 
@@ -144,11 +148,16 @@ def check_imports(repo: str, env: Environment, root: Path, modules: list[str]) -
     Run from `/` (not the repo), so only the installation decides.  A module that resolves
     elsewhere (a stale copy in site-packages) would let a broken completion pass: refused.
     """
-    proc = subprocess.run([env.python, "-c", _WHERE, *modules], capture_output=True, text=True, cwd="/",
-                          timeout=120, env={"PATH": "/usr/bin:/bin", "PYTHONDONTWRITEBYTECODE": "1"})
-    if proc.returncode != 0:
-        raise BaselineError(f"{repo}: import check failed: {proc.stderr.strip()[-300:]}")
-    found = json.loads(proc.stdout)
+    with tempfile.TemporaryDirectory(prefix="erb-where-") as tmp:
+        answer = Path(tmp) / "where.json"
+        proc = run_command([env.python, "-c", _WHERE, str(answer), *modules], cwd=Path("/"), timeout_s=120,
+                           env={"PATH": "/usr/bin:/bin", "PYTHONDONTWRITEBYTECODE": "1", "HOME": tmp},
+                           limits=Limits())
+        try:
+            found = json.loads(answer.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            why = "timed out" if proc.timed_out else f"exit code {proc.returncode}"
+            raise BaselineError(f"{repo}: import check failed ({why}): {proc.stderr_tail.strip()[-300:]}") from None
     resolved_root = root.resolve()
     where = {}
     for module, file in found.items():

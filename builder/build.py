@@ -2,8 +2,10 @@
 
 Each repository's result is written under OUT/repos/NAME/ as soon as it is done (samples first,
 report last), keyed by a hash of everything that defines it, so an interrupted or repeated build
-reuses finished repositories and retries failed ones.  One repository's failure is a report entry,
-never the end of the build.
+reuses finished repositories and retries failed ones.  One repository's failure - any exception, at
+any phase - is a report entry (`status: error`, the phase, the reason, the traceback when the error
+was unexpected), never the end of the build.  Only verified samples are ever written: a repository
+that fails or ends empty contributes no sample to OUT/repos/NAME/samples.jsonl or OUT/samples.jsonl.
 """
 from __future__ import annotations
 
@@ -12,31 +14,40 @@ import json
 import os
 import statistics
 import time
+import traceback
 from collections import Counter
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
-from typing import Mapping
+from typing import Callable, Mapping
 
 from tqdm import tqdm
 
 from execrepobench_dataset.record import Sample, make_sample_id, read_jsonl, write_jsonl
 from execrepobench_dataset.repo_record import RepoRecord, read_repo_records, write_repo_records
+from execrepobench_dataset.stats import compute_statistics
 from execrepobench_dataset.version import __version__
+from execrepobench_metric.isolation import Isolation, decide_isolation
 from execrepobench_metric.judge import JudgeConfig
-from execrepobench_metric.sandbox import WEAK
 
 from .baseline import Baseline, BaselineError
 from .context import RepoContextIndex
 from .lock import EnvError
 from .manifest import Manifest, RepoSpec
-from .masking import MaskConfig, candidate_files, sample_masks, split
+from .masking import MaskConfig, MaskResult, candidate_files, sample_masks, split
+from .mix import MIX_NAME, level_mask, level_quotas, verify_to_quotas
 from .prepare import coverage_map, prepare
+from .records import with_files
 from .selection import CoverageMap, ImportGraph
 from .sources import SourceError, fetch
+from .testlayout import NoTestsFound
 from .verify import GUARD_RECORDING, verify_report, verify_samples, with_selection
 
 _SKIP_DIRS = {".git", ".hg", ".tox", ".nox", ".venv", "venv", "build", "dist", "node_modules", "__pycache__"}
-REPO_ERRORS = (SourceError, EnvError, BaselineError)
+# Errors whose message says it all; any other exception is reported with its traceback.
+REPO_ERRORS = (SourceError, EnvError, BaselineError, NoTestsFound)
+# The stage a repository was in -> the phase its report names when that stage raises.
+PHASES = {"source": "source", "prepare": "baseline", "masking": "masking", "coverage": "coverage",
+          "verification": "verification"}
 
 
 @dataclass(frozen=True)
@@ -48,7 +59,7 @@ class BuildConfig:
     only: tuple[str, ...] = ()  # repository names; empty = all
     mask: MaskConfig = field(default_factory=MaskConfig)
     progress: bool = True
-    verify: bool = True  # keep only samples whose ground truth passes and whose null fill fails
+    allow_weak_sandbox: bool = False  # without bubblewrap: run in the weak mode instead of refusing
     oversample: int = 3  # candidates masked per wanted sample, so verification can drop some
     gt_runs: int = 3
     workers: int = field(default_factory=lambda: os.cpu_count() or 1)
@@ -69,12 +80,12 @@ def python_files(root: Path) -> list[str]:
     return sorted(found)
 
 
-def _inputs_hash(spec: RepoSpec, config: BuildConfig, mask: MaskConfig) -> str:
+def _inputs_hash(spec: RepoSpec, config: BuildConfig, mask: MaskConfig, isolation: Isolation) -> str:
     mask_fields = {f.name: getattr(mask, f.name) for f in fields(mask)}
-    data = {"spec": asdict(spec), "seed": config.manifest.seed, "mask": mask_fields,
-            "baseline_runs": config.baseline_runs, "builder": __version__, "verify": config.verify,
+    data = {"spec": asdict(spec), "seed": config.manifest.seed, "mask": mask_fields, "isolation": str(isolation),
+            "baseline_runs": config.baseline_runs, "builder": __version__,
             "oversample": config.oversample, "gt_runs": config.gt_runs, "guard": GUARD_RECORDING,
-            "selection_floor": dict(config.selection_floor)}
+            "selection_floor": dict(config.selection_floor), "mix": MIX_NAME}
     encode = lambda o: dict(o) if isinstance(o, Mapping) else str(o)  # noqa: E731
     return hashlib.sha256(json.dumps(data, sort_keys=True, default=encode).encode()).hexdigest()[:20]
 
@@ -84,38 +95,58 @@ def _mask_config(spec: RepoSpec, config: BuildConfig) -> MaskConfig:
     return replace(config.mask, samples_per_repo=total)
 
 
+@dataclass(frozen=True)
+class MaskedRepo:
+    """One repository masked: its maskable sources, the masks and the context index (built once)."""
+
+    files: list[str]
+    raw: dict[str, bytes]
+    result: MaskResult
+    index: RepoContextIndex
+
+    def stats(self) -> dict:
+        return {"files": len(self.files), "skipped_files": self.result.skipped_files,
+                "mask_dropped": dict(sorted(self.result.dropped.items())), "shortfall": self.result.shortfall}
+
+
+def mask_repository(name: str, root: Path, seed: int, mask: MaskConfig, exclude: tuple[str, ...] = (),
+                    pool: dict[str, str] | None = None) -> MaskedRepo:
+    """Mask the repository's sources (not `exclude`: its test paths); context over `pool` (all .py files)."""
+    files = candidate_files(root, exclude=exclude)
+    raw = {f: (root / f).read_bytes() for f in files}
+    return MaskedRepo(files, raw, sample_masks(raw, mask, seed, name), RepoContextIndex(pool or read_pool(root)))
+
+
 def make_samples(name: str, pinned: str, root: Path, env_key: str, seed: int, mask: MaskConfig,
-                 baseline: Baseline | None, exclude: tuple[str, ...], report: dict,
-                 pool: dict[str, str] | None = None) -> list[Sample]:
-    """Mask the repository's sources and attach ranked context; fills the masking part of `report`."""
-    sources = candidate_files(root)
-    raw = {f: (root / f).read_bytes() for f in sources}
-    result = sample_masks(raw, mask, seed, name)
-    if pool is None:
-        pool = read_pool(root)
-    index = RepoContextIndex(pool)  # tokenized once per repository
+                 baseline: Baseline | None, exclude: tuple[str, ...], pool: dict[str, str] | None = None,
+                 test_paths: tuple[str, ...] = ()) -> tuple[list[Sample], dict]:
+    """Mask the repository's sources (not its test paths) and attach ranked context: the candidate
+    samples (not yet verified) and the masking part of the report."""
+    pool = pool if pool is not None else read_pool(root)
+    masked = mask_repository(name, root, seed, mask, test_paths, pool)
+    raw, result, index, sources = masked.raw, masked.result, masked.index, masked.files
     samples = []
     for m in result.masks:
         prefix, middle, suffix = split(raw[m.file_name], m)
         fill = m.fill_type
+        paths, scores = index.ranked_paths(m.file_name, prefix, suffix)  # by reference: code is in the record
         samples.append(Sample(
             sample_id=make_sample_id(pinned, m.file_name, prefix, middle, suffix, fill),
             repo_name=name, repo_source=pinned, file_name=m.file_name,
             prefix_code=prefix, middle_code=middle, suffix_code=suffix,
-            context_code=tuple(index.rank(m.file_name, prefix, suffix)),
+            context_code=(), context_paths=paths, context_scores=scores,
             fill_type=fill, node_type=m.node_type,
             middle_start_byte=m.start_byte, middle_end_byte=m.end_byte,
             env_key=env_key, seed=seed, builder_version=__version__,
             test_command=baseline.test_command if baseline else (),
             excluded_tests=tuple(sorted(set(baseline.excluded if baseline else ()) | set(exclude))),
         ))
-    report.update({
+    return samples, {
         "files": len(sources), "context_files": len(pool), "skipped_files": result.skipped_files,
         "candidates": len(result.masks) + sum(result.dropped.values()),
         "dropped": dict(sorted(result.dropped.items())), "shortfall": result.shortfall,
-        "samples": len(samples), "per_fill_type": dict(sorted(Counter(s.fill_type for s in samples).items())),
-    })
-    return samples
+        "masked": len(samples), "masked_per_fill_type": dict(sorted(Counter(s.fill_type for s in samples).items())),
+    }
 
 
 def read_pool(root: Path) -> dict[str, str]:
@@ -123,80 +154,118 @@ def read_pool(root: Path) -> dict[str, str]:
 
 
 def verify_repo(samples: list[Sample], wanted: int, baseline: Baseline, cov: CoverageMap, pool: dict[str, str],
-                config: BuildConfig, sandbox: str | None, name: str) -> tuple[list[Sample], dict]:
-    """Select tests for each candidate, then verify candidates in a fixed, kind-mixed order (by
-    content hash) until `wanted` are kept; kept samples return in masking order."""
-    selected = with_selection(samples, cov, ImportGraph(pool), baseline.passing, config.selection_floor)
-    order = sorted(selected, key=lambda s: s.sample_id)
-    jconf = JudgeConfig(sandbox=sandbox or WEAK, timeout_s=config.judge_timeout_s)
-    outcomes = []
-    batch = max(2, 2 * config.workers)
-    for i in range(0, len(order), batch):
-        outcomes += verify_samples(order[i:i + batch], jconf, workers=config.workers, gt_runs=config.gt_runs,
-                                   progress=config.progress, label=f"verify {name}")
-        if sum(o.kept for o in outcomes) >= wanted:
-            break
-    kept = {o.sample.sample_id: o.sample for o in outcomes if o.kept}  # with what verification recorded
-    kept_ids = set(sorted(kept)[:wanted]) if len(kept) > wanted else set(kept)
-    final = [kept[s.sample_id] for s in selected if s.sample_id in kept_ids]
+                config: BuildConfig, isolation: Isolation, name: str,
+                more: Callable[[dict[str, int], int], list[Sample]] | None = None) -> tuple[list[Sample], dict]:
+    """Select tests for each candidate, then verify candidates level by level until the repository's
+    per-level quotas (the paper's mix, builder/mix.py) are kept; `more(needs, round)` masks extra
+    candidates for a level that runs out.  Kept samples return in candidate order."""
+    graph = ImportGraph(pool)
+
+    def select(candidates: list[Sample]) -> list[Sample]:
+        return with_selection(candidates, cov, graph, baseline.passing, config.selection_floor)
+
+    jconf = JudgeConfig(isolation=isolation, timeout_s=config.judge_timeout_s)
+
+    def verify(batch: list[Sample]) -> list:
+        return verify_samples(batch, jconf, workers=config.workers, gt_runs=config.gt_runs,
+                              progress=config.progress, label=f"verify {name}")
+
+    quotas = level_quotas(wanted, f"{config.manifest.seed}:{name}")
+    mixed = verify_to_quotas(select(samples), quotas, verify, batch=max(2, 2 * config.workers),
+                             more=(lambda needs, round_: select(more(needs, round_))) if more else None)
     suite_s = statistics.median(baseline.durations_s) if baseline.durations_s else 0.0
-    return final, verify_report(outcomes, final, len(baseline.passing), suite_s)
+    return mixed.kept, {**verify_report(mixed.outcomes, mixed.kept, len(baseline.passing), suite_s), **mixed.report}
 
 
-def build_repo(spec: RepoSpec, config: BuildConfig) -> tuple[list[Sample], dict, RepoRecord | None]:
-    """(samples, report, repository record) of one repository; the record is None unless it is ok."""
+def build_repo(spec: RepoSpec, config: BuildConfig,
+               isolation: Isolation) -> tuple[list[Sample], dict, RepoRecord | None]:
+    """(verified samples, report entry, repository record) of one repository; the record is None
+    unless it is ok.  Never raises for the repository's sake."""
     folder = config.out / "repos" / spec.name
     mask = _mask_config(spec, config)
-    key = _inputs_hash(spec, config, mask)
+    key = _inputs_hash(spec, config, mask, isolation)
     report_path, record_path = folder / "report.json", folder / "repository.jsonl"
     if report_path.is_file() and record_path.is_file():
         old = json.loads(report_path.read_text(encoding="utf-8"))
         if old.get("inputs_hash") == key and old.get("status") == "ok":
             return (list(read_jsonl(folder / "samples.jsonl")), {**old, "reused": True},
                     next(read_repo_records(record_path)))
-    report: dict = {"repo": spec.name, "source": spec.source, "inputs_hash": key, "status": "error"}
-    timings: dict[str, float] = {}
     t0 = time.monotonic()
-    samples: list[Sample] = []
+    lap = lambda: time.monotonic() - t0 - sum(timings.values())  # noqa: E731
+    stage, parts, timings, kept = "source", {}, {}, []
     record: RepoRecord | None = None
     try:
         fetched = fetch(spec)
-        report["pinned"] = fetched.pinned
-        timings["fetch_s"] = time.monotonic() - t0
+        parts["pinned"] = fetched.pinned
+        timings["fetch_s"] = lap()
+        stage = "prepare"
         prepared = prepare(spec, fetched, config.manifest.python, runs=config.baseline_runs,
-                           timeout_s=config.baseline_timeout_s, report=report, timings=timings,
+                           timeout_s=config.baseline_timeout_s, isolation=isolation,
                            samples_per_repo=mask.samples_per_repo)
         record = prepared.record
-        env, baseline, sandbox = prepared.env, prepared.baseline, prepared.sandbox
+        parts.update(prepared.report)
+        timings.update(prepared.timings)
+        stage = "masking"
         pool = read_pool(fetched.root)
+        record = with_files(record, pool)  # the context pool, stored once per repository
         wanted = mask.samples_per_repo
-        masking = replace(mask, samples_per_repo=wanted * (config.oversample if config.verify else 1))
-        samples = make_samples(spec.name, fetched.pinned, fetched.root, env.key, config.manifest.seed, masking,
-                               baseline, tuple(spec.exclude_tests), report, pool)
-        timings["samples_s"] = time.monotonic() - t0 - sum(timings.values())
-        if config.verify:
-            cov = coverage_map(prepared, spec, folder / "coverage.sqlite", config.baseline_timeout_s)
-            timings["coverage_s"] = time.monotonic() - t0 - sum(timings.values())
-            samples, vreport = verify_repo(samples, wanted, baseline, cov, pool, config, sandbox, spec.name)
-            report.update(vreport)
-            report["samples"] = len(samples)
-            report["per_fill_type"] = dict(sorted(Counter(s.fill_type for s in samples).items()))
-            timings["verify_s"] = time.monotonic() - t0 - sum(timings.values())
-        report["status"] = "ok" if samples else "empty"
-        if not samples:
-            report["reason"] = "no mask survived the filters"
-    except REPO_ERRORS as exc:
-        report["reason"] = str(exc)
-    report["timings"] = {k: round(v, 2) for k, v in timings.items()}
-    report["time_s"] = round(time.monotonic() - t0, 2)
+        masking_config = replace(mask, samples_per_repo=wanted * config.oversample)
+
+        def candidates_of(mask_config: MaskConfig) -> tuple[list[Sample], dict]:
+            return make_samples(spec.name, fetched.pinned, fetched.root, prepared.env.key, config.manifest.seed,
+                                mask_config, prepared.baseline, tuple(spec.exclude_tests), pool,
+                                prepared.spec.test_paths)
+
+        def more(needs: dict[str, int], round_: int) -> list[Sample]:  # extra candidates of short levels
+            return [s for level, n in needs.items()
+                    for s in candidates_of(level_mask(masking_config, level, max(12, 6 * n) * (round_ + 1)))[0]]
+
+        candidates, masking = candidates_of(masking_config)
+        parts.update(masking)
+        timings["samples_s"] = lap()
+        if candidates:
+            stage = "coverage"
+            cov = coverage_map(prepared, folder / "coverage.sqlite", config.baseline_timeout_s)
+            timings["coverage_s"] = lap()
+            stage = "verification"
+            kept, verified = verify_repo(candidates, wanted, prepared.baseline, cov, pool, config, isolation,
+                                         spec.name, more)
+            parts.update(verified)
+            timings["verify_s"] = lap()
+        status = "ok" if kept else "empty"
+        if not kept:
+            parts["reason"] = ("no candidate passed verification" if candidates else "no mask survived the filters")
+    except Exception as exc:  # noqa: BLE001 - the boundary of one repository: report it, go on
+        kept, status = [], "error"
+        parts.update(phase=_phase(stage, exc), **error_entry(exc))
+    report = {"repo": spec.name, "source": spec.source, "inputs_hash": key, **parts, "status": status,
+              "samples": len(kept), "per_fill_type": dict(sorted(Counter(s.fill_type for s in kept).items())),
+              "timings": {k: round(v, 2) for k, v in timings.items()}, "time_s": round(time.monotonic() - t0, 2)}
     folder.mkdir(parents=True, exist_ok=True)
-    write_jsonl(samples, folder / "samples.jsonl")
-    record = record if report["status"] == "ok" else None
-    write_repo_records([record] if record else [], folder / "repository.jsonl")
-    tmp = report_path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(report, indent=1, sort_keys=True), encoding="utf-8")
-    os.replace(tmp, report_path)
-    return samples, report, record
+    record = record if status == "ok" else None  # a repository that failed or ended empty ships nothing
+    write_atomic(folder / "samples.jsonl", lambda p: write_jsonl(kept, p))
+    write_atomic(record_path, lambda p: write_repo_records([record] if record else [], p))
+    write_atomic(report_path, lambda p: p.write_text(json.dumps(report, indent=1, sort_keys=True), encoding="utf-8"))
+    return kept, report, record
+
+
+def error_entry(exc: Exception, expected: tuple[type[Exception], ...] = REPO_ERRORS) -> dict:
+    """A report's `reason` for an exception, plus its `traceback` unless the error was expected."""
+    if isinstance(exc, expected):
+        return {"reason": str(exc)}
+    return {"reason": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc()[-4000:]}
+
+
+def _phase(stage: str, exc: Exception) -> str:
+    if stage == "prepare" and isinstance(exc, EnvError):
+        return "environment"
+    return PHASES[stage]
+
+
+def write_atomic(path: Path, write) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    write(tmp)
+    os.replace(tmp, path)
 
 
 def build(config: BuildConfig) -> dict:
@@ -211,24 +280,29 @@ def build(config: BuildConfig) -> dict:
             raise ValueError(f"--repo {', '.join(unknown)}: not in manifest {config.manifest.path or '<inline>'} "
                              f"(it has: {', '.join(r.name for r in repos)})")
         repos = [r for r in repos if r.name in config.only]
+    isolation, note = decide_isolation(config.allow_weak_sandbox)
+    if note:
+        tqdm.write(note)
     config.out.mkdir(parents=True, exist_ok=True)
     samples: list[Sample] = []
     reports, records = [], []
     bar = tqdm(repos, desc="build", unit="repo", disable=not config.progress)
     for spec in bar:
         bar.set_postfix_str(spec.name)
-        repo_samples, report, record = build_repo(spec, config)
-        samples += repo_samples
+        repo_samples, report, record = build_repo(spec, config, isolation)
+        if report["status"] == "ok":  # a repository that failed or ended empty ships nothing
+            samples += repo_samples
         reports.append(report)
         records += [record] if record else []
         if report["status"] != "ok":
-            tqdm.write(f"[{spec.name}] {report['status']}: {report.get('reason', '')}")
+            where = f" at {report['phase']}" if report.get("phase") else ""
+            tqdm.write(f"[{spec.name}] {report['status']}{where}: {report.get('reason', '')}")
     tmp = config.out / "samples.jsonl.tmp"
     write_jsonl(samples, tmp)
     fingerprint = hashlib.sha256(tmp.read_bytes()).hexdigest()
     os.replace(tmp, config.out / "samples.jsonl")
     write_repo_records(records, config.out / "repositories.jsonl.tmp")
     os.replace(config.out / "repositories.jsonl.tmp", config.out / "repositories.jsonl")
-    summary = summarize(reports, config.manifest, fingerprint)
-    write_report(summary, config.out)
+    summary = summarize(reports, config.manifest, fingerprint, isolation_note=note)
+    write_report(summary, config.out, compute_statistics(samples, records, summary))
     return summary

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
 from types import MappingProxyType
-from typing import Mapping, Optional
+from typing import Collection, Mapping, Optional
 
 import tree_sitter_python
 from tree_sitter import Language, Node, Parser
@@ -57,7 +57,7 @@ RANDOM_KINDS = MappingProxyType({"single_line": ("line", "single_line", FILL_SIN
 
 EXCLUDED_DIRS = frozenset({"tests", "test", "testing", "docs", "doc", "build", "dist", ".git",
                            ".tox", ".venv", "venv", "node_modules", "__pycache__"})
-EXCLUDED_FILES = frozenset({"setup.py", "conftest.py"})
+EXCLUDED_FILES = frozenset({"setup.py", "conftest.py", "tests.py", "test.py"})
 
 _PARSER = Parser(Language(tree_sitter_python.language()))
 
@@ -111,16 +111,20 @@ class MaskResult:
     shortfall: dict[str, int]  # kind -> how many fewer than the quota (only kinds that fell short)
 
 
-def candidate_files(root: Path) -> list[str]:
-    """The repository's maskable ``.py`` files: sorted, repo-relative POSIX paths."""
+def candidate_files(root: Path, exclude: Collection[str] = ()) -> list[str]:
+    """The repository's maskable ``.py`` files: sorted, repo-relative POSIX paths.  `exclude`:
+    repo-relative files or folders left out too (the test paths the builder found)."""
     root = Path(root)
+    skip = {p.strip("/") for p in exclude}
     found = []
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = [d for d in dirnames if d not in EXCLUDED_DIRS and not d.endswith(".egg-info")]
         for name in filenames:
             if (name.endswith(".py") and name not in EXCLUDED_FILES and not name.startswith("test_")
                     and not name.endswith("_test.py") and os.path.isfile(os.path.join(dirpath, name))):
-                found.append(Path(dirpath, name).relative_to(root).as_posix())
+                rel = Path(dirpath, name).relative_to(root).as_posix()
+                if not any(rel == p or rel.startswith(p + "/") for p in skip):
+                    found.append(rel)
     return sorted(found)
 
 

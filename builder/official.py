@@ -19,7 +19,6 @@ not pytest-discoverable fail at baseline and are reported).
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections import Counter
 from dataclasses import dataclass
@@ -31,13 +30,13 @@ from execrepobench_dataset.record import (FILL_TYPES, ContextFile, RecordError, 
                                           write_jsonl)
 from execrepobench_dataset.repo_record import RepoRecord, write_repo_records
 from execrepobench_dataset.version import __version__
+from execrepobench_metric.isolation import decide_isolation
 from execrepobench_metric.judge import JudgeConfig
-from execrepobench_metric.sandbox import WEAK
 
 from .baseline import Baseline
-from .build import REPO_ERRORS, read_pool
+from .build import error_entry, read_pool, write_atomic
 from .manifest import RepoSpec
-from .prepare import baseline_sandbox, coverage_map, prepare
+from .prepare import coverage_map, prepare
 from .selection import ImportGraph
 from .sources import SourceError, fetch
 from .verify import DROP_REASONS, verify_samples, with_selection
@@ -199,8 +198,9 @@ def _import_repo(name: str, group: list[OfficialLine], repos: Path, out: Path, c
             raise SourceError(f"{name}: no line matches the files of {folder}")
         # evaluate_repo.py is the official harness, not repository code: never imported by the check
         prepared = prepare(spec, fetched, config.python, runs=config.baseline_runs,
-                           timeout_s=config.baseline_timeout_s, report=report, timings={},
+                           timeout_s=config.baseline_timeout_s, isolation=jconf.isolation,
                            skip_modules=(ENTRY_POINT[:-3],))
+        report.update(prepared.report)
         env, baseline = prepared.env, prepared.baseline
         report["test_command"] = list(baseline.test_command)
         lineno_of: dict[str, int] = {}
@@ -214,7 +214,7 @@ def _import_repo(name: str, group: list[OfficialLine], repos: Path, out: Path, c
             lineno_of[sample.sample_id] = line.lineno
             converted.append(sample)
         report["converted"] = len(converted)
-        cov = coverage_map(prepared, spec, out / "repos" / name / "coverage.sqlite", config.baseline_timeout_s)
+        cov = coverage_map(prepared, out / "repos" / name / "coverage.sqlite", config.baseline_timeout_s)
         converted = with_selection(converted, cov, ImportGraph(read_pool(fetched.root)), baseline.passing)
         report["selection_rules"] = dict(sorted(Counter(s.selection_rule for s in converted).items()))
         if verify:
@@ -230,8 +230,9 @@ def _import_repo(name: str, group: list[OfficialLine], repos: Path, out: Path, c
         report["kept"] = len(kept)
         report["status"] = "ok" if kept else "empty"
         report["repository"] = prepared.record.to_dict()
-    except REPO_ERRORS as exc:
-        report["reason"] = str(exc)
+    except Exception as exc:  # noqa: BLE001 - one repository never ends the import
+        kept = []  # nothing of a failed repository is shipped
+        report.update(status="error", kept=0, **error_entry(exc))
     report["null_passed_share"] = _share(report)
     report["time_s"] = round(time.monotonic() - t0, 2)
     return converted, kept, report
@@ -243,15 +244,10 @@ def _share(counts: dict) -> float | None:
     return round(counts["null_passed"] / max(1, counts["converted"]), 3)
 
 
-def _write_atomic(path: Path, write) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    write(tmp)
-    os.replace(tmp, path)
-
-
 def import_official(jsonl: Path, repos: Path, out: Path, *, verify: bool = True, workers: int = 2,
                     progress: bool = True, baseline_runs: int = 3, gt_runs: int = 3, python: str | None = None,
-                    baseline_timeout_s: float = 900.0, judge_timeout_s: float = 300.0) -> dict:
+                    baseline_timeout_s: float = 900.0, judge_timeout_s: float = 300.0,
+                    allow_weak_sandbox: bool = False) -> dict:
     """Import the official release; writes OUT/samples.jsonl (verified samples, or every converted
     sample when verify=False), OUT/all_samples.jsonl (every converted sample with its test selection),
     OUT/repositories.jsonl (the repository record of every repository with kept samples)
@@ -269,8 +265,8 @@ def import_official(jsonl: Path, repos: Path, out: Path, *, verify: bool = True,
     config = ImportConfig(verify=verify, workers=workers, progress=progress, baseline_runs=baseline_runs,
                           gt_runs=gt_runs, python=python, baseline_timeout_s=baseline_timeout_s,
                           judge_timeout_s=judge_timeout_s)
-    sandbox = baseline_sandbox()
-    jconf = JudgeConfig(sandbox=sandbox or WEAK, timeout_s=judge_timeout_s)
+    isolation, note = decide_isolation(allow_weak_sandbox)
+    jconf = JudgeConfig(isolation=isolation, timeout_s=judge_timeout_s)
     all_samples: list[Sample] = []
     kept: list[Sample] = []
     reports: dict[str, dict] = {}
@@ -289,13 +285,13 @@ def import_official(jsonl: Path, repos: Path, out: Path, *, verify: bool = True,
                     "repos_error": sum(r["status"] == "error" for r in reports.values())})
     overall["null_passed_share"] = _share(overall)
     report = {"jsonl": str(jsonl.resolve()), "repos_dir": str(repos), "builder_version": __version__,
-              "verify": verify, "baseline_sandbox": sandbox or "host (bubblewrap unavailable)",
-              "judge_sandbox": jconf.sandbox, "overall": overall, "repos": reports}
-    _write_atomic(out / "samples.jsonl", lambda p: write_jsonl(kept, p))
-    _write_atomic(out / "all_samples.jsonl", lambda p: write_jsonl(all_samples, p))
+              "verify": verify, "isolation": str(isolation), "isolation_note": note,
+              "overall": overall, "repos": reports}
+    write_atomic(out / "samples.jsonl", lambda p: write_jsonl(kept, p))
+    write_atomic(out / "all_samples.jsonl", lambda p: write_jsonl(all_samples, p))
     records = [RepoRecord.from_dict(rec) for r in reports.values()
                if (rec := r.pop("repository", None)) and r["status"] == "ok"]
-    _write_atomic(out / "repositories.jsonl", lambda p: write_repo_records(records, p))
-    _write_atomic(out / "import_report.json",
+    write_atomic(out / "repositories.jsonl", lambda p: write_repo_records(records, p))
+    write_atomic(out / "import_report.json",
                   lambda p: p.write_text(json.dumps(report, indent=1, sort_keys=True), encoding="utf-8"))
     return report

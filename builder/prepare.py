@@ -1,17 +1,18 @@
-"""Prepare one fetched repository for sampling: its environment, the proof that the tests import the
-tree being judged, the baseline, and (on demand) per-test coverage.  Shared by the benchmark build
-(`build.py`) and the official-release importer (`official.py`)."""
+"""Prepare one fetched repository for sampling: its environment, where its tests are, the settings
+of its own that conflict with our runs, the proof that the tests import the tree being judged, the
+baseline, and (on demand) per-test coverage.  Shared by the benchmark build (`build.py`) and the
+official-release importer (`official.py`)."""
 from __future__ import annotations
 
 import sys
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from execrepobench_dataset.repo_record import RepoRecord
 from execrepobench_metric.environments import Environment, ensure_environment
+from execrepobench_metric.isolation import Isolation
 from execrepobench_metric.pytest_run import run_pytest
-from execrepobench_metric.sandbox import STRONG, strong_available
 
 from .baseline import Baseline, BaselineError, invocation, run_baseline, top_level_modules
 from .lock import resolve_lock
@@ -20,6 +21,8 @@ from .masking import candidate_files
 from .records import draft_record, final_record
 from .selection import CoverageMap
 from .sources import FetchedSource
+from .testconfig import neutralise
+from .testlayout import find_tests
 
 
 @dataclass(frozen=True)
@@ -27,12 +30,11 @@ class Prepared:
     fetched: FetchedSource
     env: Environment
     baseline: Baseline
-    sandbox: str | None  # "bwrap", or None when bubblewrap is unavailable (runs on the host)
+    isolation: Isolation
+    spec: RepoSpec  # as run: the tests found and the overriding pytest arguments filled in
     record: RepoRecord  # what is published for this repository (repositories.jsonl)
-
-
-def baseline_sandbox() -> str | None:
-    return STRONG if strong_available() is None else None
+    report: dict = field(default_factory=dict)  # env_key, environment, test_layout, test_config, baseline, ...
+    timings: dict = field(default_factory=dict)  # env_s, baseline_s
 
 
 def python_version(spec: RepoSpec, python: str | None) -> str:
@@ -40,33 +42,39 @@ def python_version(spec: RepoSpec, python: str | None) -> str:
 
 
 def prepare(spec: RepoSpec, fetched: FetchedSource, python: str | None, *, runs: int, timeout_s: float,
-            report: dict, timings: dict, skip_modules: tuple[str, ...] = (), samples_per_repo: int = 0) -> Prepared:
-    """Lock + environment (made from the lock) + import check + baseline; fills `report` and `timings`
-    (env_s, baseline_s)."""
+            isolation: Isolation, skip_modules: tuple[str, ...] = (), samples_per_repo: int = 0) -> Prepared:
+    """Lock + environment (made from the lock) + test layout + conflicting settings + import check +
+    baseline.  The repository record carries the test paths found and the overriding arguments."""
     t0 = time.monotonic()
     version = python_version(spec, python)
     lock = resolve_lock(spec.name, fetched.source_hash, fetched.root, version, spec.extra_test_requires)
-    draft = draft_record(spec, fetched, version, lock, samples_per_repo)
-    env = ensure_environment(draft)
-    report["env_key"] = env.key
-    report["environment"] = {"python": version, "lock_lines": len(lock), "freeze": list(env.freeze)}
-    timings["env_s"] = time.monotonic() - t0
-    modules = [m for m in top_level_modules(candidate_files(fetched.root)) if m not in skip_modules]
-    sandbox = baseline_sandbox()
-    report["baseline_sandbox"] = sandbox or "host (bubblewrap unavailable)"
-    baseline = run_baseline(spec.name, env, fetched.root, spec, modules, runs=runs, timeout_s=timeout_s,
-                            sandbox=sandbox)
-    report["baseline"] = baseline.summary()
-    timings["baseline_s"] = time.monotonic() - t0 - timings["env_s"]
-    return Prepared(fetched, env, baseline, sandbox, final_record(draft, baseline.test_command, baseline.excluded))
+    env = ensure_environment(draft_record(spec, fetched, version, lock, samples_per_repo))
+    env_s = time.monotonic() - t0
+    layout = find_tests(fetched.root, tuple(spec.test_paths), repo=spec.name)
+    overrides = neutralise(fetched.root, tuple(spec.pytest_args), layout.paths, env.has)
+    run_spec = replace(spec, test_paths=layout.paths, pytest_args=(*spec.pytest_args, *overrides.pytest_args))
+    draft = draft_record(run_spec, fetched, version, lock, samples_per_repo)  # same key: the lock decides it
+    sources = candidate_files(fetched.root, exclude=layout.paths)
+    modules = [m for m in top_level_modules(sources) if m not in skip_modules]
+    baseline = run_baseline(spec.name, env, fetched.root, run_spec, modules, runs=runs, timeout_s=timeout_s,
+                            isolation=isolation)
+    report = {"env_key": env.key, "environment": {"python": version, "lock_lines": len(lock), "freeze": list(env.freeze)},
+              "isolation": str(isolation), "test_layout": layout.report(), "test_config": overrides.report,
+              "baseline": baseline.summary(), "manifest_entry": draft.manifest_entry}
+    timings = {"env_s": env_s, "baseline_s": time.monotonic() - t0 - env_s}
+    return Prepared(fetched, env, baseline, isolation, run_spec,
+                    final_record(draft, baseline.test_command, baseline.excluded), report, timings)
 
 
-def coverage_map(prepared: Prepared, spec: RepoSpec, data_file: Path, timeout_s: float) -> CoverageMap:
+def coverage_map(prepared: Prepared, data_file: Path, timeout_s: float) -> CoverageMap:
     """One baseline run under coverage.py with a context per test -> which tests ran which lines."""
     root = prepared.fetched.root
-    inv = replace(invocation(prepared.env, root, spec, timeout_s), coverage_data=data_file)
+    inv = replace(invocation(prepared.env, root, prepared.spec, timeout_s), coverage_data=data_file)
     data_file.parent.mkdir(parents=True, exist_ok=True)
-    result = run_pytest(inv, sandbox=prepared.sandbox)
+    data_file.unlink(missing_ok=True)
+    result = run_pytest(inv, isolation=prepared.isolation)
     if result.error or not data_file.exists():
-        raise BaselineError(f"{spec.name}: coverage run failed: {result.error or 'no coverage data'}")
+        tail = (result.process.stdout_tail + result.process.stderr_tail).strip().splitlines()[-3:]
+        raise BaselineError(f"{prepared.spec.name}: coverage run failed: {result.error or 'no coverage data'}"
+                            + (": " + " | ".join(tail) if tail else ""))
     return CoverageMap.from_data_file(data_file, root)

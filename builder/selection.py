@@ -34,7 +34,8 @@ class CoverageMap:
         out: dict[str, dict[int, frozenset[str]]] = {}
         resolved = root.resolve()
         for measured in data.measured_files():
-            path = Path(measured).resolve()
+            # our coverage configuration stores paths relative to the run's root (relative_files)
+            path = (Path(measured) if Path(measured).is_absolute() else resolved / measured).resolve()
             if not path.is_relative_to(resolved):
                 continue
             by_line = data.contexts_by_lineno(measured)

@@ -3,7 +3,9 @@ and a neutral ("null") fill fails at least one of them.  Uses the metric's own j
 is valid" means exactly "the metric passes its ground truth and fails a null fill".
 
 Null fills: `execrepobench_metric.fills` (the metric's `prepare` checks the same way).
-A sample for which no candidate compiles is dropped (`no_null_fill`).
+A sample for which no candidate compiles is dropped (`no_null_fill`).  A judgement that fails for
+the harness's reasons (an `error` verdict, any exception) drops the sample as `harness_error`:
+it is never counted as a ground-truth failure, and never kept.
 """
 from __future__ import annotations
 
@@ -17,11 +19,11 @@ from tqdm import tqdm
 
 from execrepobench_dataset.record import Sample
 from execrepobench_metric.fills import null_fill
-from execrepobench_metric.judge import JudgeConfig, Verdict, judge
+from execrepobench_metric.judge import JudgeConfig, Verdict, judge_safely
 
 from .selection import CoverageMap, ImportGraph, select_tests
 
-DROP_REASONS = ("gt_failed", "null_passed", "no_null_fill", "no_tests")
+DROP_REASONS = ("gt_failed", "null_passed", "no_null_fill", "no_tests", "harness_error")
 GUARD_RECORDING = 1  # what verification records for the in-process guard (Sample.guard_allowed); part of build keys
 
 
@@ -42,8 +44,10 @@ def verify_one(sample: Sample, config: JudgeConfig, gt_runs: int = 3) -> Outcome
     times = []
     for run in range(gt_runs):
         record = run == 0 and config.guard != "off"
-        v: Verdict = judge(sample, sample.middle_code, replace(config, guard="record") if record else config)
+        v: Verdict = judge_safely(sample, sample.middle_code, replace(config, guard="record") if record else config)
         times.append(v.duration_s)
+        if v.reason == "error":
+            return Outcome(sample, False, "harness_error", tuple(times), v.detail)
         if not v.passed:
             return Outcome(sample, False, "gt_failed", tuple(times), f"{v.reason}: {v.detail or v.failing_tests[:3]}")
         if record:
@@ -51,10 +55,19 @@ def verify_one(sample: Sample, config: JudgeConfig, gt_runs: int = 3) -> Outcome
     fill = null_fill(sample)
     if fill is None:
         return Outcome(sample, False, "no_null_fill", tuple(times))
-    null = judge(sample, fill, config)
+    null = judge_safely(sample, fill, config)
+    if null.reason == "error":
+        return Outcome(sample, False, "harness_error", tuple(times), null.detail)
     if null.passed:
         return Outcome(sample, False, "null_passed", tuple(times), f"null fill {fill!r} passed")
     return Outcome(sample, True, "kept", tuple(times))
+
+
+def _verify_safely(sample: Sample, config: JudgeConfig, gt_runs: int) -> Outcome:
+    try:
+        return verify_one(sample, config, gt_runs)
+    except Exception as exc:  # noqa: BLE001 - one sample never ends a repository's verification
+        return Outcome(sample, False, "harness_error", detail=f"{type(exc).__name__}: {exc}")
 
 
 def with_selection(samples: list[Sample], cov: CoverageMap, graph: ImportGraph, judgeable: tuple[str, ...],
@@ -72,7 +85,7 @@ def with_selection(samples: list[Sample], cov: CoverageMap, graph: ImportGraph, 
 def verify_samples(samples: list[Sample], config: JudgeConfig, *, workers: int, gt_runs: int = 3,
                    progress: bool = True, label: str = "verify") -> list[Outcome]:
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        return list(tqdm(pool.map(lambda s: verify_one(s, config, gt_runs), samples), total=len(samples),
+        return list(tqdm(pool.map(lambda s: _verify_safely(s, config, gt_runs), samples), total=len(samples),
                          desc=label, unit="sample", disable=not progress, leave=False))
 
 
@@ -93,6 +106,9 @@ def verify_report(outcomes: list[Outcome], kept: list[Sample], suite_tests: int,
         "suite_tests": suite_tests,
         "median_sample_run_s": round(median_run, 3) if median_run is not None else None,
         "suite_run_s": round(suite_s, 3),
+        # per kept sample: the median of its ground-truth runs (the statistics' ground-truth run time)
+        "kept_gt_run_s": {o.sample.sample_id: round(statistics.median(o.gt_runs_s), 3) for o in outcomes
+                          if o.sample.sample_id in kept_ids and o.gt_runs_s},
         "dropped_examples": [{"sample_id": o.sample.sample_id, "file": o.sample.file_name, "reason": o.reason,
                               "detail": o.detail[:200]} for o in outcomes if not o.kept][:20],
     }

@@ -2,6 +2,12 @@
 
 The `evaluate` module (`evaluate_module.py`, named by the thin scripts `execrepobench_metric.py` and the
 Hub's `execrepobench.py`) is a wrapper around this function.
+
+Harness errors (policy): every completion is judged first; a judgement that fails for a reason that
+is not the model's (missing environment, sandbox failure, any exception) is an `error` verdict.  If
+any verdict is `error`, `compute()` raises `HarnessError` after judging everything; the exception
+carries the whole result (`.result`: details, `verdicts/*` counts, `harness_errors`) so callers can
+still write the per-completion rows, but no score is returned as if it were complete.
 """
 from __future__ import annotations
 
@@ -14,10 +20,26 @@ from execrepobench_dataset.load import open_dataset
 from execrepobench_dataset.record import Sample
 
 from .engine import EngineConfig, judge_all, require_opt_in
+from .evidence import default_root
 from .inputs import SELECTIONS, InputError, check_inputs, check_prediction  # noqa: F401  (SELECTIONS: public here)
 from .judge import REASONS, JudgeConfig
 from .prepare import PrepareConfig, ensure_prepared
 from .scoring import edit_similarity, latex_row, summarize
+
+
+class HarnessError(RuntimeError):
+    """Some judgements failed for the harness's reasons, not the model's.  `.result` is the full
+    result of the evaluation (as `compute()` would return it), `.errors` its `error` rows."""
+
+    def __init__(self, result: dict[str, Any]) -> None:
+        self.result = result
+        self.errors = [d for d in result.get("details", []) if d.get("reason") == "error"]
+        first = self.errors[0] if self.errors else {}
+        super().__init__(f"{len(self.errors)} of {result.get('n_completions', '?')} judgement(s) failed for "
+                         f"the harness's reasons (not the model's); no score is reported. First: sample "
+                         f"{first.get('sample_id')}: {str(first.get('detail', '')).splitlines()[0][:300] if first else ''}"
+                         + (f" (evidence: {Path(result.get('artifacts_base', '.')) / first['artifacts']})"
+                            if first.get("artifacts") else ""))
 
 
 def _load_samples(dataset: str | Path) -> dict[str, Sample]:
@@ -49,18 +71,22 @@ def compute(predictions: Sequence[Any], references: Sequence[Any], *, k: Sequenc
             num_workers: int | None = None, timeout: float = 300.0, test_selection: str = "judged",
             dataset: str | Path | None = None, allow_exec: bool | None = None,
             allow_weak_sandbox: bool = False, journal: str | Path | None = None, use_cache: bool = True,
-            model_name: str = "model", progress: bool = True, prepare: bool | None = None) -> dict[str, Any]:
+            model_name: str = "model", progress: bool = True, prepare: bool | None = None,
+            keep_artifacts: bool = False, artifacts_dir: str | Path | None = None) -> dict[str, Any]:
     """Judge every completion and score: see `KWARGS_DESCRIPTION` in evaluate_module.py.
 
     Before anything is judged, every sample's environment must be in this cache: missing ones are
     prepared from `dataset`'s repository records when `prepare` (default: EXECREPOBENCH_PREPARE=1),
-    else `prepare.EnvironmentsMissing` lists them with the `execrepobench prepare` command."""
+    else `prepare.EnvironmentsMissing` lists them with the `execrepobench prepare` command.
+    Raises `HarnessError` (carrying the full result) when any verdict is `error`."""
     # Every input is checked before anything runs: one InputError names every bad item.
     completions, samples = check_inputs(predictions, references, dataset=dataset, test_selection=test_selection,
                                         k=k, load_dataset=_load_samples)
+    artifacts = Path(artifacts_dir) if artifacts_dir else default_root()
     config = EngineConfig(judge=replace(JudgeConfig(), timeout_s=timeout, selection=test_selection),
                           allow_exec=allow_exec, allow_weak_sandbox=allow_weak_sandbox, use_cache=use_cache,
-                          journal=Path(journal) if journal else None, progress=progress)
+                          journal=Path(journal) if journal else None, progress=progress,
+                          keep_artifacts=keep_artifacts, artifacts=artifacts)
     if num_workers is not None:
         config = replace(config, workers=num_workers)
     require_opt_in(config.allow_exec)  # before anything is prepared or run
@@ -72,6 +98,8 @@ def compute(predictions: Sequence[Any], references: Sequence[Any], *, k: Sequenc
     reasons = Counter(v.reason for row in verdicts for v in row)
     for reason in REASONS:
         result[f"verdicts/{reason}"] = reasons.get(reason, 0)
+    result["harness_errors"] = reasons.get("error", 0)
+    result["artifacts_base"] = str(artifacts.parent)  # each row's `artifacts` is relative to it
     result["sandbox"] = verdicts[0][0].sandbox if verdicts and verdicts[0] else ""
     result["sandbox_note"] = note
     result["latex"] = latex_row(result, model_name)
@@ -80,4 +108,6 @@ def compute(predictions: Sequence[Any], references: Sequence[Any], *, k: Sequenc
          "es": edit_similarity(c, s.middle_code)}
         for s, row, comps in zip(samples, verdicts, completions) for j, (v, c) in enumerate(zip(row, comps))
     ]
+    if result["harness_errors"]:
+        raise HarnessError(result)
     return result

@@ -1,9 +1,11 @@
-"""Judge many completions: opt-in check, sandbox choice, parallel workers grouped by repository,
-a content-hash result cache, and a resume journal.
+"""Judge many completions: opt-in check, the isolation decision, parallel workers grouped by
+repository, a content-hash result cache, a resume journal and the evidence folders.
 
 Identical completed files of one sample (same environment, same judged tests) are run once: the
 result cache is keyed by a hash of all that decides the verdict.  The journal (JSONL) records each
 verdict as it lands, so an interrupted evaluation resumes without losing or duplicating results.
+A judgement that raises becomes an `error` verdict (`judge_safely`); error verdicts are neither
+cached nor journalled, so the next run retries them, and their evidence folder is always kept.
 """
 from __future__ import annotations
 
@@ -20,11 +22,12 @@ from tqdm import tqdm
 
 from execrepobench_dataset.record import Sample
 
-from .judge import JudgeConfig, Verdict, judge
+from .evidence import EvidenceStore
+from .isolation import decide_isolation
+from .judge import JudgeConfig, Verdict, judge_safely
 from .layout import cache_root
-from .sandbox import STRONG, WEAK, SandboxUnavailable, strong_available
 
-ENGINE_VERSION = "2"  # 2: the in-process guard
+ENGINE_VERSION = "3"  # 3: the in-process guard (and the execution layer's isolation)
 EXEC_ENV_VAR = "EXECREPOBENCH_ALLOW_EXEC"
 OPT_IN_MESSAGE = (
     "ExecRepoBench executes model-generated code against repository tests. Opt in explicitly with the "
@@ -45,6 +48,8 @@ class EngineConfig:
     use_cache: bool = True
     journal: Path | None = None
     progress: bool = True
+    artifacts: Path | None = None  # evidence root (None: under the cache, one folder per evaluation)
+    keep_artifacts: bool = False  # keep evidence of every run (always kept for `error` verdicts)
 
 
 def require_opt_in(allow_exec: bool | None) -> None:
@@ -53,23 +58,11 @@ def require_opt_in(allow_exec: bool | None) -> None:
         raise ExecutionNotAllowed(OPT_IN_MESSAGE)
 
 
-def choose_sandbox(allow_weak: bool) -> tuple[str, str]:
-    """(mode, note): bubblewrap when it works; the weak mode only when the caller accepts it."""
-    reason = strong_available()
-    if reason is None:
-        return STRONG, ""
-    if not allow_weak:
-        raise SandboxUnavailable(f"strong sandbox unavailable: {reason}. Install bubblewrap "
-                                 "(apt-get install bubblewrap) or accept the weak mode explicitly "
-                                 "(allow_weak_sandbox=True): no namespaces, only rlimits and a timeout.")
-    return WEAK, f"WEAK SANDBOX: {reason}; ran with rlimits and a timeout only"
-
-
 def result_key(sample: Sample, completion: str, config: JudgeConfig) -> str:
     completed = sample.prefix_code + completion + sample.suffix_code
     parts = [ENGINE_VERSION, sample.sample_id, sample.env_key, hashlib.sha256(completed.encode()).hexdigest(),
              config.selection, list(sample.judged_tests), list(sample.excluded_tests), list(sample.test_command),
-             config.sandbox, config.timeout_s, config.guard, list(sample.guard_allowed)]
+             str(config.isolation), config.timeout_s, config.guard, list(sample.guard_allowed)]
     return hashlib.sha256(json.dumps(parts).encode()).hexdigest()
 
 
@@ -89,6 +82,7 @@ class ResultCache:
     def put(self, key: str, verdict: Verdict) -> None:
         if verdict.reason == "error":
             return  # the harness's fault: retry next time
+        verdict = replace(verdict, artifacts="")  # evidence belongs to one evaluation, not to the cache
         path = self._path(key)
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
@@ -112,8 +106,8 @@ class Journal:
                     continue  # a line cut by an interruption: that result is simply redone
 
     def record(self, sample_id: str, index: int, key: str, verdict: Verdict) -> None:
-        if self.path is None:
-            return
+        if self.path is None or verdict.reason == "error":
+            return  # a harness error is retried when the evaluation is run again
         line = json.dumps({"sample_id": sample_id, "index": index, "key": key, "verdict": verdict.to_dict()})
         with self.lock:
             self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -137,13 +131,14 @@ def validate_inputs(samples: Sequence[Sample], completions: Sequence[Sequence[st
 
 def judge_all(samples: Sequence[Sample], completions: Sequence[Sequence[str]],
               config: EngineConfig = EngineConfig()) -> tuple[list[list[Verdict]], str]:
-    """Verdicts for every completion of every sample, plus a note on the sandbox used."""
+    """Verdicts for every completion of every sample, plus a note on the isolation used."""
     validate_inputs(samples, completions)
     require_opt_in(config.allow_exec)
-    mode, note = choose_sandbox(config.allow_weak_sandbox)
-    jconf = replace(config.judge, sandbox=mode)
+    isolation, note = decide_isolation(config.allow_weak_sandbox)
+    jconf = replace(config.judge, isolation=isolation)
     cache = ResultCache() if config.use_cache else None
     journal = Journal(config.journal)
+    store = EvidenceStore(config.artifacts, config.keep_artifacts)
     results: list[list[Verdict | None]] = [[None] * len(c) for c in completions]
     groups: dict[str, list[tuple[int, int]]] = {}  # result key -> positions sharing it
     for i, (sample, comps) in enumerate(zip(samples, completions)):
@@ -158,13 +153,7 @@ def judge_all(samples: Sequence[Sample], completions: Sequence[Sequence[str]],
     bar = tqdm(total=sum(len(v) for v in groups.values()), desc="judge", unit="run", disable=not config.progress)
 
     def work(key: str) -> None:
-        i, j = groups[key][0]
-        verdict = cache.get(key) if cache else None
-        if verdict is None:
-            verdict = judge(samples[i], completions[i][j], jconf)
-            if cache:
-                cache.put(key, verdict)
-        for pi, pj in groups[key]:
+        for (pi, pj), verdict in _judge_key(key, groups[key], samples, completions, jconf, cache, store):
             results[pi][pj] = verdict
             journal.record(samples[pi].sample_id, pj, key, verdict)
             bar.update(1)
@@ -172,4 +161,33 @@ def judge_all(samples: Sequence[Sample], completions: Sequence[Sequence[str]],
     with ThreadPoolExecutor(max_workers=max(1, config.workers)) as pool:
         list(pool.map(work, order))
     bar.close()
+    store.close()
     return results, note  # type: ignore[return-value]  # every slot is filled above
+
+
+def _judge_key(key: str, positions: list[tuple[int, int]], samples: Sequence[Sample],
+               completions: Sequence[Sequence[str]], jconf: JudgeConfig, cache: ResultCache | None,
+               store: EvidenceStore) -> list[tuple[tuple[int, int], Verdict]]:
+    """One completed file (shared by `positions`): its verdict for each position, with evidence."""
+    i, j = positions[0]
+    sample, completion = samples[i], completions[i][j]
+    verdict = cache.get(key) if cache and not store.keep_all else None
+    if verdict is not None:
+        return [(pos, verdict) for pos in positions]
+    folder = store.folder(sample.sample_id, j)
+    verdict = judge_safely(sample, completion, jconf, evidence=folder)
+    if cache:
+        cache.put(key, verdict)
+    out = []
+    for n, (pi, pj) in enumerate(positions):
+        record = {**verdict.to_dict(), "completion_index": pj, "env_key": sample.env_key, "result_key": key}
+        try:
+            if n == 0:
+                traceback = verdict.detail if verdict.reason == "error" else ""
+                pointer = store.finish(folder, record, completion=completion, traceback=traceback)
+            else:
+                pointer = store.copy(folder, samples[pi].sample_id, pj, record) if out[0][1].artifacts else ""
+        except OSError:
+            pointer = ""  # evidence is best effort: a full disk never changes a verdict
+        out.append(((pi, pj), replace(verdict, artifacts=pointer)))
+    return out

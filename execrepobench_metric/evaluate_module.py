@@ -60,14 +60,21 @@ Args:
     journal: JSONL file recording each verdict as it lands; re-running with it resumes.
     use_cache: reuse verdicts of identical completed files (default True).
     model_name: first cell of the LaTeX row.
+    keep_artifacts: keep the evidence of every run (command, junit XML, plugin records, capped
+        stdout/stderr, timing, verdict); it is always kept for `error` verdicts.
+    artifacts_dir: where evidence goes (default: under the cache, one folder per evaluation); each
+        detail row's `artifacts` is relative to the result's `artifacts_base`.
 Raises:
     InputError (a ValueError) before anything is judged when any input is invalid: one message lists
     every bad item by index, sample id and field.
+    HarnessError (execrepobench_metric.api) when any judgement failed for the harness's reasons
+    (verdict `error`): everything is judged first, the exception's `.result` holds the full result.
 Returns:
     A flat dict: `pass@1` (and `pass@k`), `es`, the same per fill type (`pass@1/<fill type>`), per
     level (`pass@1/level/<level>`) and per repository (`pass@1/repo/<name>`), `verdicts/<reason>`
-    counts, `sandbox`, `sandbox_note`, `latex` (a LaTeX row in the paper's column order, ES then
-    Pass@1 per group) and `details` (per completion: verdict, reason, failing tests, duration, stderr tail).
+    counts, `harness_errors`, `sandbox`, `sandbox_note`, `latex` (a LaTeX row in the paper's column
+    order, ES then Pass@1 per group) and `details` (per completion: verdict, reason, failing tests,
+    duration, stderr tail, `harness_error`, `artifacts`).
 Examples:
     >>> import evaluate  # doctest: +SKIP
     >>> metric = evaluate.load("USER/execrepobench")  # doctest: +SKIP
@@ -154,8 +161,10 @@ class ExecRepoBenchMetric(evaluate.Metric):
 
     def _compute(self, predictions, references, k=(1,), num_workers=None, timeout=300.0,
                  test_selection="judged", dataset=None, allow_exec=None, allow_weak_sandbox=False,
-                 journal=None, use_cache=True, model_name="model", prepare=None):
+                 journal=None, use_cache=True, model_name="model", prepare=None, keep_artifacts=False,
+                 artifacts_dir=None):
         return compute(predictions, references, k=k, num_workers=num_workers, timeout=timeout,
                        test_selection=test_selection, dataset=dataset, allow_exec=allow_exec,
                        allow_weak_sandbox=allow_weak_sandbox, journal=journal, use_cache=use_cache,
-                       model_name=model_name, prepare=prepare)
+                       model_name=model_name, prepare=prepare, keep_artifacts=keep_artifacts,
+                       artifacts_dir=artifacts_dir)

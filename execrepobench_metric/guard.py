@@ -169,6 +169,12 @@ class GuardChannel:
         self.stream.seek(0)
         return read_evidence(self.stream.read(), self.key)
 
+    def keep(self, path: Path) -> None:
+        """A copy of the raw stream (for a run's evidence folder)."""
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.stream.seek(0)
+        path.write_bytes(self.stream.read())
+
     def close(self) -> None:
         self.stream.close()
         self.key_pipe.close()

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import time
+import traceback
 import warnings
 from dataclasses import dataclass
 from functools import lru_cache
@@ -22,17 +23,16 @@ from execrepobench_dataset.record import Sample
 from .environments import find_environment
 from .guard import GUARD_MODES, GuardSetup
 from .guard_verdict import guarded_run
+from .isolation import Isolation
 from .junit import ERROR, FAILED, PASSED, SKIPPED
 from .limits import Limits
 from .pytest_run import PytestInvocation, run_pytest
 
 # Reasons, most specific first.  "error" is the harness's fault (missing environment, sandbox
-# failure), not the model's; it still counts as not passed and is reported separately.
+# failure, any exception while judging), not the model's; it is counted and reported apart.
 REASONS = ("passed", "failed", "syntax_error", "tampering", "timeout", "crashed", "missing_tests",
            "inconsistent_report", "error")
 CONFIG_FILES = ("pytest.ini", ".pytest.ini", "pyproject.toml", "setup.cfg", "tox.ini", "conftest.py")
-
-
 @dataclass(frozen=True)
 class Verdict:
     sample_id: str
@@ -41,26 +41,28 @@ class Verdict:
     failing_tests: tuple[str, ...] = ()
     duration_s: float = 0.0
     stderr_tail: str = ""
-    sandbox: str = ""
+    sandbox: str = ""  # the Isolation value the run used
     detail: str = ""
+    artifacts: str = ""  # evidence folder of this (sample, completion), relative to the results folder
     guard_events: tuple[str, ...] = ()  # record mode: what the completion did that the guard watches
 
     def to_dict(self) -> dict:
         return {"sample_id": self.sample_id, "passed": self.passed, "reason": self.reason,
                 "failing_tests": list(self.failing_tests), "duration_s": round(self.duration_s, 3),
                 "stderr_tail": self.stderr_tail, "sandbox": self.sandbox, "detail": self.detail,
+                "harness_error": self.reason == "error", "artifacts": self.artifacts,
                 "guard_events": list(self.guard_events)}
 
     @classmethod
     def from_dict(cls, d: dict) -> "Verdict":
         return cls(d["sample_id"], bool(d["passed"]), d["reason"], tuple(d.get("failing_tests", ())),
                    float(d.get("duration_s", 0.0)), d.get("stderr_tail", ""), d.get("sandbox", ""),
-                   d.get("detail", ""), tuple(d.get("guard_events", ())))
+                   d.get("detail", ""), d.get("artifacts", ""), tuple(d.get("guard_events", ())))
 
 
 @dataclass(frozen=True)
 class JudgeConfig:
-    sandbox: str = "bwrap"
+    isolation: Isolation = Isolation.BWRAP  # decided by isolation.decide_isolation
     timeout_s: float = 300.0
     selection: str = "judged"  # "judged": the sample's judged tests (suite if it has none); "suite"
     limits: Limits = Limits()
@@ -90,12 +92,12 @@ def judged_tests(sample: Sample, selection: str) -> tuple[str, ...]:
     return sample.judged_tests if selection == "judged" else ()
 
 
-def judge(sample: Sample, completion: str, config: JudgeConfig) -> Verdict:
+def judge(sample: Sample, completion: str, config: JudgeConfig, evidence: Path | None = None) -> Verdict:
     start = time.monotonic()
     completed = sample.prefix_code + completion + sample.suffix_code
     guard_events: tuple[str, ...] = ()  # set once the guarded run is read (late-bound in mk)
     mk = lambda passed, reason, **kw: Verdict(sample.sample_id, passed, reason,  # noqa: E731
-                                              duration_s=time.monotonic() - start, sandbox=config.sandbox,
+                                              duration_s=time.monotonic() - start, sandbox=str(config.isolation),
                                               guard_events=guard_events, **kw)
     try:
         with warnings.catch_warnings():
@@ -115,8 +117,8 @@ def judge(sample: Sample, completion: str, config: JudgeConfig) -> Verdict:
     test_files = tuple(sorted({t.split("::")[0] for t in select}))
     readonly = tuple(p for p in protected_paths(root, inv.test_paths) + test_files if p != sample.file_name)
     guard = None if config.guard == "off" else GuardSetup(config.guard, sample.file_name, sample.guard_allowed)
-    run = run_pytest(inv, sandbox=config.sandbox, replacement=(sample.file_name, completed), readonly=readonly,
-                     limits=config.limits, guard=guard)
+    run = run_pytest(inv, isolation=config.isolation, replacement=(sample.file_name, completed), readonly=readonly,
+                     limits=config.limits, evidence=evidence, guard=guard)
     run, decided = guarded_run(run)
     tail = run.process.stderr_tail[-config.stderr_cap:]
     if run.guard is not None:
@@ -149,3 +151,16 @@ def judge(sample: Sample, completion: str, config: JudgeConfig) -> Verdict:
     if run.exit_code not in (0,):
         return mk(False, "crashed", stderr_tail=tail, detail=f"pytest exit code {run.exit_code}")
     return mk(True, "passed")
+
+
+def judge_safely(sample: Sample, completion: str, config: JudgeConfig, evidence: Path | None = None) -> Verdict:
+    """`judge`, except that any exception becomes an `error` verdict (the harness's fault, never the
+    model's) carrying the exception and its traceback: one judgement never ends an evaluation."""
+    start = time.monotonic()
+    try:
+        return judge(sample, completion, config, evidence)
+    except Exception as exc:  # noqa: BLE001 - the boundary of one unit of work
+        text = traceback.format_exc()
+        return Verdict(sample.sample_id, False, "error", duration_s=time.monotonic() - start,
+                       sandbox=str(config.isolation),
+                       detail=f"harness error: {type(exc).__name__}: {exc}\n{text[-3000:]}")

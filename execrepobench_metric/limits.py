@@ -1,5 +1,10 @@
 """Resource limits for one sandboxed run: rlimits (per process) and a cgroup (per run, when writable).
 
+Both are applied without running Python between fork and exec: the launcher (`process.run_command`)
+puts them into the command line itself - util-linux `prlimit` sets the rlimits of the command it
+execs, and a one-line `sh` joins the cgroup (`echo $$ > cgroup.procs`) and execs the rest.  Both
+exec, so the launched command keeps the launcher's child PID (timeouts and die-with-parent still hold).
+
 RLIMIT_NPROC is not enforced by Linux for root, so a fork bomb is bounded by a `pids` cgroup where
 the machine lets us make one (cgroup v1 `pids` hierarchy or cgroup v2 with the pids controller), and
 always by the PID namespace + wall-clock kill.
@@ -7,7 +12,6 @@ always by the PID namespace + wall-clock kill.
 from __future__ import annotations
 
 import os
-import resource
 import signal
 import time
 import uuid
@@ -16,6 +20,9 @@ from pathlib import Path
 
 _V1_PIDS = Path("/sys/fs/cgroup/pids")
 _V2 = Path("/sys/fs/cgroup")
+_PREFIX = "execrepobench-"
+# `sh -c JOIN sh PROCS_FILE ARGV...`: join the cgroup, then become ARGV (same PID).
+_JOIN = 'echo $$ > "$1" && shift && exec "$@"'
 
 
 @dataclass(frozen=True)
@@ -26,20 +33,15 @@ class Limits:
     processes: int = 256  # pids cgroup when available; RLIMIT_NPROC otherwise (ineffective as root)
     open_files: int = 1024
 
-
-def apply_rlimits(limits: Limits) -> None:
-    """Called in the child before exec (inherited by everything it starts)."""
-    for res, value in ((resource.RLIMIT_AS, limits.address_space_bytes),
-                       (resource.RLIMIT_FSIZE, limits.file_size_bytes),
-                       (resource.RLIMIT_CPU, limits.cpu_seconds),
-                       (resource.RLIMIT_NPROC, limits.processes),
-                       (resource.RLIMIT_NOFILE, limits.open_files),
-                       (resource.RLIMIT_CORE, 0)):
-        resource.setrlimit(res, (value, value))
+    def argv(self) -> list[str]:
+        """`prlimit` prefix: the command after it runs (and everything it starts inherits) these rlimits."""
+        return ["prlimit", f"--as={self.address_space_bytes}", f"--fsize={self.file_size_bytes}",
+                f"--cpu={self.cpu_seconds}", f"--nproc={self.processes}", f"--nofile={self.open_files}",
+                "--core=0", "--"]
 
 
 class PidsCgroup:
-    """A throw-away pids cgroup for one run; `None`-safe when cgroups are not writable here."""
+    """A throw-away pids cgroup for one run; `create` gives None when cgroups are not writable here."""
 
     def __init__(self, path: Path, procs_file: Path) -> None:
         self.path = path
@@ -47,13 +49,10 @@ class PidsCgroup:
 
     @classmethod
     def create(cls, max_pids: int) -> "PidsCgroup | None":
-        name = f"execrepobench-{os.getpid()}-{uuid.uuid4().hex[:8]}"
-        candidates = []
-        if (_V1_PIDS / "pids.max").exists() or (_V1_PIDS / "cgroup.procs").exists():
-            candidates.append(_V1_PIDS / name)
-        if "pids" in _read(_V2 / "cgroup.subtree_control"):
-            candidates.append(_V2 / name)
-        for path in candidates:
+        name = f"{_PREFIX}{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        for parent in _parents():
+            _remove_stale(parent)
+            path = parent / name
             try:
                 path.mkdir()
             except OSError:
@@ -65,22 +64,48 @@ class PidsCgroup:
                 _rmdir(path)
         return None
 
-    def join(self) -> None:
-        """Called in the child before exec: the child and all its descendants count against pids.max."""
-        self.procs_file.write_text(str(os.getpid()))
+    def argv(self) -> list[str]:
+        """Prefix that moves the command (and all its descendants) into this cgroup before it runs."""
+        return ["sh", "-c", _JOIN, "sh", str(self.procs_file)]
 
     def kill_and_remove(self) -> None:
-        for _ in range(50):
-            pids = [int(p) for p in _read(self.procs_file).split()]
-            if not pids:
-                break
-            for pid in pids:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-            time.sleep(0.02)
+        _kill_members(self.procs_file)
         _rmdir(self.path)
+
+
+def _parents() -> list[Path]:
+    found = []
+    if (_V1_PIDS / "pids.max").exists() or (_V1_PIDS / "cgroup.procs").exists():
+        found.append(_V1_PIDS)
+    if "pids" in _read(_V2 / "cgroup.subtree_control"):
+        found.append(_V2)
+    return found
+
+
+def _remove_stale(parent: Path) -> None:
+    """Groups left by an evaluation that was killed (kill -9): their owner PID is gone."""
+    try:
+        entries = [p for p in parent.iterdir() if p.name.startswith(_PREFIX)]
+    except OSError:
+        return
+    for path in entries:
+        owner = path.name[len(_PREFIX):].split("-")[0]
+        if owner.isdigit() and not Path(f"/proc/{owner}").exists():
+            _kill_members(path / "cgroup.procs")
+            _rmdir(path, tries=1)
+
+
+def _kill_members(procs_file: Path) -> None:
+    for _ in range(50):
+        pids = [int(p) for p in _read(procs_file).split()]
+        if not pids:
+            return
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        time.sleep(0.02)
 
 
 def _read(path: Path) -> str:
@@ -90,8 +115,8 @@ def _read(path: Path) -> str:
         return ""
 
 
-def _rmdir(path: Path) -> None:
-    for _ in range(50):
+def _rmdir(path: Path, tries: int = 50) -> None:
+    for _ in range(tries):
         try:
             path.rmdir()
             return

@@ -23,9 +23,9 @@ from execrepobench_dataset.load import open_dataset
 from execrepobench_dataset.record import Sample
 from execrepobench_dataset.repo_record import RepoRecord
 
-from .engine import choose_sandbox
 from .environments import ensure_environment, find_environment
 from .fills import null_fill
+from .isolation import decide_isolation
 from .judge import JudgeConfig, judge
 from .layout import cache_root
 
@@ -133,8 +133,8 @@ def prepare_repository(record: RepoRecord, samples: Sequence[Sample], config: Pr
 def prepare_records(records: Sequence[RepoRecord], samples: Sequence[Sample],
                     config: PrepareConfig = PrepareConfig()) -> list[RepoStatus]:
     """Prepare every record, in parallel over repositories; statuses in the records' order."""
-    mode, _ = choose_sandbox(config.allow_weak_sandbox)
-    jconf = replace(JudgeConfig(), sandbox=mode, timeout_s=config.timeout_s)
+    isolation, _ = decide_isolation(config.allow_weak_sandbox)
+    jconf = replace(JudgeConfig(), isolation=isolation, timeout_s=config.timeout_s)
     bar = tqdm(total=len(records), desc="prepare", unit="repo", disable=not config.progress)
 
     def work(record: RepoRecord) -> RepoStatus:

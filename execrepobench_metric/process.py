@@ -1,4 +1,10 @@
-"""Run one command with a wall-clock timeout that kills its whole process group, output capped."""
+"""The launcher: every command the project runs against repository or model code starts here.
+
+One command, in a new session, with a wall-clock timeout that kills its whole process group, its
+output captured to files and capped, and - when given - rlimits and cgroup membership set by the
+command line itself (`Limits.argv`, `PidsCgroup.argv`): no Python runs between fork and exec, so
+launching from thread-pool workers is safe.
+"""
 from __future__ import annotations
 
 import os
@@ -8,7 +14,9 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Mapping, Sequence
+from typing import Mapping, Sequence
+
+from .limits import Limits, PidsCgroup
 
 DEFAULT_OUTPUT_CAP = 64 * 1024  # bytes of stdout and of stderr kept (the tail)
 
@@ -36,9 +44,14 @@ def _kill_group(pgid: int) -> None:
         pass
 
 
+def launch_argv(argv: Sequence[str], limits: Limits | None = None, cgroup: PidsCgroup | None = None) -> list[str]:
+    """The command line actually executed: [cgroup join] [prlimit ...] argv."""
+    return [*(cgroup.argv() if cgroup else ()), *(limits.argv() if limits else ()), *argv]
+
+
 def run_command(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], timeout_s: float,
-                output_cap: int = DEFAULT_OUTPUT_CAP,
-                preexec: Callable[[], None] | None = None, pass_fds: tuple[int, ...] = ()) -> ProcessResult:
+                output_cap: int = DEFAULT_OUTPUT_CAP, limits: Limits | None = None,
+                cgroup: PidsCgroup | None = None, pass_fds: tuple[int, ...] = ()) -> ProcessResult:
     """Run `argv` in a new session; on timeout kill the session's process group.
 
     Output goes to unnamed temporary files (not pipes), so a child that floods its output cannot
@@ -46,9 +59,8 @@ def run_command(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], timeo
     """
     start = time.monotonic()
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        proc = subprocess.Popen(list(argv), cwd=str(cwd), env=dict(env), stdout=out, stderr=err,
-                                stdin=subprocess.DEVNULL, start_new_session=True, preexec_fn=preexec,
-                                pass_fds=pass_fds)
+        proc = subprocess.Popen(launch_argv(argv, limits, cgroup), cwd=str(cwd), env=dict(env), stdout=out,
+                                stderr=err, stdin=subprocess.DEVNULL, start_new_session=True, pass_fds=pass_fds)
         timed_out = False
         try:
             returncode: int | None = proc.wait(timeout=timeout_s)

@@ -14,17 +14,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping
 
+from .evidence import keep_run_files, write_command
 from .guard import BOOTSTRAP, GuardChannel, GuardEvidence, GuardSetup, precompile
+from .isolation import Isolation
 from .junit import JunitError, junit_key, parse_junit_file, results_by_nodeid
 from .limits import Limits
-from .process import ProcessResult, run_command
-from .sandbox import STRONG, SandboxRun, run_sandboxed
+from .process import ProcessResult
+from .sandbox import SandboxRun, run_sandboxed
 
 PLUGIN_DIR = Path(__file__).parent / "pytest_plugin"
 PLUGIN_NAME = "_execrepobench_collect"
 # Flags every run gets: quiet, no cache writes into the repo, no colour codes.
 BASE_PYTEST_ARGS = ("-q", "-p", "no:cacheprovider", "--color=no")
 COMMAND_PREFIX = ("python", "-m", "pytest", *BASE_PYTEST_ARGS)
+# Our own coverage configuration: `--rcfile` makes coverage.py read only this file, so the
+# repository's settings (`parallel`, `data_file`, `source`, `fail_under`, plugins...) never apply.
+# Paths are stored relative to the run's directory, which is the project root in every isolation.
+COVERAGE_RC = "[run]\nparallel = False\nrelative_files = True\nbranch = False\n"
 
 
 @dataclass(frozen=True)
@@ -71,8 +77,9 @@ class PytestInvocation:
         targets = sorted({t.split("::")[0] for t in self.select}) if self.select else list(self.test_paths)
         runner = [self.python, "-m", "pytest"]
         if self.coverage_data is not None:
-            runner = [self.python, "-m", "coverage", "run", f"--data-file={self.coverage_data}",
-                      f"--include={self.root}/*", "-m", "pytest"]
+            rcfile = self.coverage_data.parent / "coveragerc"
+            runner = [self.python, "-m", "coverage", "run", f"--rcfile={rcfile}",
+                      f"--data-file={self.coverage_data}", f"--include={self.root}/*", "-m", "pytest"]
         argv = [*runner, *BASE_PYTEST_ARGS, *(["--collect-only"] if self.collect_only else []), "-p", PLUGIN_NAME,
                 f"--rootdir={self.root}", f"--junitxml={junit_path}", "-o", "junit_logging=no",
                 *self.pytest_args]
@@ -122,16 +129,17 @@ def clean_env(inv: PytestInvocation, *, home: Path) -> dict[str, str]:
     return env
 
 
-def run_pytest(inv: PytestInvocation, *, sandbox: str | None = None, replacement: tuple[str, str] | None = None,
+def run_pytest(inv: PytestInvocation, *, isolation: Isolation, replacement: tuple[str, str] | None = None,
                readonly: tuple[str, ...] = (), limits: Limits | None = None,
-               guard: GuardSetup | None = None) -> PytestRun:
-    """Run pytest for `inv`.  `sandbox` None runs in place on the host (trusted code only);
-    "bwrap" / "none" run in a private view via `sandbox.run_sandboxed`, with `replacement` applied.
-    `guard`: run pytest under the in-process guard and return its evidence stream too."""
+               evidence: Path | None = None, guard: GuardSetup | None = None) -> PytestRun:
+    """Run pytest for `inv` in a private view of the tree (`sandbox.run_sandboxed`), with
+    `replacement` applied.  `evidence`: a folder that receives the command, the junit XML, the
+    plugin's records, capped stdout/stderr and timing (kept even when the run raises).  `guard`:
+    run pytest under the in-process guard and return its record too (and keep it in `evidence`)."""
     with tempfile.TemporaryDirectory(prefix="erb-run-") as tmp:
         out = Path(tmp)
         junit, collect = out / "junit.xml", out / "collected.json"
-        home = Path("/tmp") if sandbox == STRONG else out / "home"
+        home = Path("/tmp") if isolation is Isolation.BWRAP else out / "home"
         home.mkdir(exist_ok=True)
         env = clean_env(inv, home=home)
         env["EXECREPOBENCH_COLLECT_OUT"] = str(collect)
@@ -141,29 +149,31 @@ def run_pytest(inv: PytestInvocation, *, sandbox: str | None = None, replacement
         wanted_coverage = inv.coverage_data
         if wanted_coverage is not None:  # written inside the run's writable folder, kept afterwards
             inv = dataclasses.replace(inv, coverage_data=out / "coverage.sqlite")
+            (out / "coveragerc").write_text(COVERAGE_RC, encoding="utf-8")
         argv = inv.argv(junit)
         channel = GuardChannel(guard, out) if guard is not None else None
         if channel is not None:
             argv[1:3] = ["-m", BOOTSTRAP]  # python -m _execrepobench_guard <pytest args>
             env.update(channel.env())
             precompile(inv.python, PLUGIN_DIR)
-        if sandbox is None:
-            if replacement is not None:
-                raise ValueError("a replacement file needs a sandbox mode")
-            proc = run_command(argv, cwd=inv.root, env=env, timeout_s=inv.timeout_s,
-                               pass_fds=channel.pass_fds if channel else ())
-        else:
-            run = SandboxRun(tuple(argv), inv.root, out, env, inv.timeout_s, replacement=replacement,
-                             readonly=readonly, visible=(Path(inv.python).parents[1], PLUGIN_DIR),
-                             limits=limits or Limits(), pass_fds=channel.pass_fds if channel else ())
-            proc = run_sandboxed(run, sandbox)
-        evidence = None
+        if evidence is not None:
+            write_command(evidence, argv=argv, env=env, root=inv.root, isolation=Isolation(isolation),
+                          timeout_s=inv.timeout_s)
+        run = SandboxRun(tuple(argv), inv.root, out, env, inv.timeout_s, replacement=replacement,
+                         readonly=readonly, visible=(Path(inv.python).parents[1], PLUGIN_DIR),
+                         limits=limits or Limits(), pass_fds=channel.pass_fds if channel else ())
+        proc = run_sandboxed(run, isolation)
+        guard_record = None
         if channel is not None:
-            evidence = channel.read()
+            guard_record = channel.read()
+            if evidence is not None:
+                channel.keep(evidence / "guard_stream.txt")
             channel.close()
+        if evidence is not None:
+            keep_run_files(evidence, out, proc)
         if wanted_coverage is not None and inv.coverage_data.exists():
             shutil.copyfile(inv.coverage_data, wanted_coverage)
-        return dataclasses.replace(_read_run(out, junit, collect, proc, inv.timeout_s), guard=evidence)
+        return dataclasses.replace(_read_run(out, junit, collect, proc, inv.timeout_s), guard=guard_record)
 
 
 def _read_json(path: Path):

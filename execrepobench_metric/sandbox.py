@@ -9,8 +9,10 @@ namespaces, die-with-parent, a cleared environment, rlimits, a pids cgroup where
 wall-clock timeout that kills the whole group, and capped output.  Nothing is copied per run and the
 original tree is never written.
 
-Weak mode ("none", only when the caller accepts it explicitly): a temporary copy of the tree with
-the file replaced, run with rlimits and the timeout but without namespaces.
+Weak mode (only when the caller accepts it explicitly): a temporary copy of the tree with the file
+replaced, run with rlimits and the timeout but without namespaces.
+
+Which mode runs is decided once per evaluation or build by `isolation.decide_isolation`.
 """
 from __future__ import annotations
 
@@ -20,10 +22,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping
 
-from .limits import Limits, PidsCgroup, apply_rlimits
+from .isolation import Isolation
+from .limits import Limits, PidsCgroup
 from .process import ProcessResult, run_command
 
-STRONG, WEAK = "bwrap", "none"
 TMPFS_SIZE = "256m"  # cap on what one run may write into its view
 
 _MOUNT_SCRIPT = r"""set -e
@@ -37,10 +39,6 @@ fi
 mount -t overlay erb-overlay -o "lowerdir=$lower,upperdir=$mnt/upper,workdir=$mnt/work" "$mnt/merged"
 exec "$@"
 """ % TMPFS_SIZE
-
-
-class SandboxUnavailable(RuntimeError):
-    """Strong isolation is not possible here and the caller did not accept the weak mode."""
 
 
 @dataclass(frozen=True)
@@ -59,7 +57,7 @@ class SandboxRun:
 
 def strong_available() -> str | None:
     """None when bwrap + unshare + overlayfs work here, else the reason they do not."""
-    for tool in ("bwrap", "unshare", "mount"):
+    for tool in ("bwrap", "unshare", "mount", "prlimit"):
         if shutil.which(tool) is None:
             return f"`{tool}` not found (install the Debian package bubblewrap / util-linux)"
     with tempfile.TemporaryDirectory(prefix="erb-probe-") as tmp:
@@ -104,15 +102,9 @@ def _run_strong(run: SandboxRun, scratch: Path) -> ProcessResult:
     argv = ["unshare", "--mount", "--propagation", "private", "--", "sh", "-c", _MOUNT_SCRIPT, "sh",
             str(mnt), rel, replacement, str(run.root), *_bwrap_args(run, mnt / "merged")]
     group = PidsCgroup.create(run.limits.processes)
-
-    def preexec() -> None:
-        if group is not None:
-            group.join()
-        apply_rlimits(run.limits)
-
     try:
         return run_command(argv, cwd=Path("/"), env={"PATH": "/usr/local/bin:/usr/bin:/bin"},
-                           timeout_s=run.timeout_s, preexec=preexec, pass_fds=run.pass_fds)
+                           timeout_s=run.timeout_s, limits=run.limits, cgroup=group, pass_fds=run.pass_fds)
     finally:
         if group is not None:
             group.kill_and_remove()
@@ -126,15 +118,15 @@ def _run_weak(run: SandboxRun, scratch: Path) -> ProcessResult:
     env = dict(run.env)
     env["PYTHONPATH"] = ":".join(p for p in (str(copy), str(copy / "src"), env.get("PYTHONPATH", "")) if p)
     argv = [a.replace(str(run.root), str(copy)) for a in run.argv]
-    return run_command(argv, cwd=copy, env=env, timeout_s=run.timeout_s,
-                       preexec=lambda: apply_rlimits(run.limits), pass_fds=run.pass_fds)
+    return run_command(argv, cwd=copy, env=env, timeout_s=run.timeout_s, limits=run.limits, pass_fds=run.pass_fds)
 
 
-def run_sandboxed(run: SandboxRun, mode: str = STRONG) -> ProcessResult:
-    """Run `run` in `mode` ("bwrap" or "none"); the scratch space is removed afterwards."""
+def run_sandboxed(run: SandboxRun, isolation: Isolation) -> ProcessResult:
+    """Run `run` under `isolation`; the scratch space is removed afterwards."""
     with tempfile.TemporaryDirectory(prefix="erb-sbx-") as tmp:
-        if mode == STRONG:
+        isolation = Isolation(isolation)
+        if isolation is Isolation.BWRAP:
             return _run_strong(run, Path(tmp))
-        if mode == WEAK:
+        if isolation is Isolation.WEAK:
             return _run_weak(run, Path(tmp))
-        raise ValueError(f"unknown sandbox mode {mode!r} (use {STRONG!r} or {WEAK!r})")
+        raise ValueError(f"unknown isolation {isolation!r} (use one of {[m.value for m in Isolation]})")

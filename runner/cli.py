@@ -10,6 +10,8 @@ from .cli_data import COMMANDS as DATA_COMMANDS
 from .cli_metric import COMMANDS as METRIC_COMMANDS
 from .cli_prepare import COMMANDS as PREPARE_COMMANDS
 
+HARNESS_ERROR_EXIT = 3  # results were written, but some work failed for the harness's reasons
+
 
 def _add_build(p: argparse.ArgumentParser) -> None:
     p.add_argument("--manifest", type=Path, default=None,
@@ -21,6 +23,8 @@ def _add_build(p: argparse.ArgumentParser) -> None:
     p.add_argument("--samples-per-repo", type=int, default=None, help="override the manifest's default")
     p.add_argument("--baseline-runs", type=int, default=3, help="baseline runs of each suite (default 3)")
     p.add_argument("--baseline-timeout", type=float, default=900.0, help="seconds per baseline run")
+    p.add_argument("--allow-weak-sandbox", action="store_true",
+                   help="without bubblewrap, run baselines and verification in the weak mode instead of refusing")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
 
 
@@ -42,17 +46,29 @@ def _run_build(args: argparse.Namespace) -> int:
                            repos=tuple(replace(r, samples_per_repo=None) for r in manifest.repos))
     config = BuildConfig(manifest=manifest, out=args.out, baseline_runs=args.baseline_runs,
                          baseline_timeout_s=args.baseline_timeout, only=tuple(args.repo),
-                         progress=not args.no_progress)
+                         progress=not args.no_progress, allow_weak_sandbox=args.allow_weak_sandbox)
+    from execrepobench_metric.isolation import SandboxUnavailable
+
     try:
         summary = build(config)
-    except ValueError as exc:
+    except (ValueError, SandboxUnavailable) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     from execrepobench.builder.report import markdown
 
     print(markdown(summary))
     print(f"wrote {args.out / 'samples.jsonl'} and {args.out / 'build_report.md'}")
-    return 0 if summary["totals"]["repos_ok"] else 1
+    return build_exit_code(summary)
+
+
+def build_exit_code(summary: dict) -> int:
+    """3: some repositories failed (harness errors: see the report); 1: none gave samples; else 0."""
+    totals = summary["totals"]
+    if totals.get("repos_error"):
+        print(f"error: {totals['repos_error']} repositories failed ({totals.get('errors_by_phase')}); "
+              "see build_report.json", file=sys.stderr)
+        return HARNESS_ERROR_EXIT
+    return 0 if totals["repos_ok"] else 1
 
 
 def _add_evaluate(p: argparse.ArgumentParser) -> None:
@@ -74,6 +90,8 @@ def _add_evaluate(p: argparse.ArgumentParser) -> None:
     p.add_argument("--allow-exec", action="store_true", help="run model code (sandboxed); or EXECREPOBENCH_ALLOW_EXEC=1")
     p.add_argument("--allow-weak-sandbox", action="store_true", help="run without bubblewrap (rlimits + timeout only)")
     p.add_argument("--model-name", default="model")
+    p.add_argument("--keep-artifacts", action="store_true",
+                   help="keep each run's evidence under OUT/artifacts/ (always kept for harness errors)")
     p.add_argument("--no-progress", action="store_true")
 
 
@@ -82,11 +100,12 @@ def _run_evaluate(args: argparse.Namespace) -> int:
 
     from execrepobench_dataset.load import DatasetNotFound, open_dataset
     from execrepobench_dataset.record import RecordError, read_jsonl
-    from execrepobench_metric.api import InputError, compute
+    from execrepobench.runner.report import table, write_error_results, write_results
+    from execrepobench_metric.api import HarnessError, InputError, compute
     from execrepobench_metric.engine import ExecutionNotAllowed
     from execrepobench_metric.fills import null_fill
+    from execrepobench_metric.isolation import SandboxUnavailable
     from execrepobench_metric.prepare import EnvironmentsMissing
-    from execrepobench_metric.sandbox import SandboxUnavailable
 
     try:
         samples = list(read_jsonl(args.samples)) if args.samples else list(open_dataset(args.dataset).samples)
@@ -112,13 +131,15 @@ def _run_evaluate(args: argparse.Namespace) -> int:
                       test_selection=args.test_selection, allow_exec=True if args.allow_exec else None,
                       allow_weak_sandbox=args.allow_weak_sandbox, journal=args.out / "journal.jsonl",
                       model_name=args.model_name, progress=not args.no_progress, dataset=args.dataset,
-                      prepare=True if args.prepare else None)
+                      prepare=True if args.prepare else None, keep_artifacts=args.keep_artifacts,
+                      artifacts_dir=args.out / "artifacts")
+    except HarnessError as exc:
+        print(write_error_results(args.out, exc.result), file=sys.stderr)
+        return HARNESS_ERROR_EXIT
     except (OSError, RecordError, InputError, ExecutionNotAllowed, SandboxUnavailable, KeyError,
             json.JSONDecodeError, DatasetNotFound, EnvironmentsMissing) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    from execrepobench.runner.report import table, write_results
-
     metrics = write_results(args.out, out, args.model_name)
     print(table(metrics))
     print(f"LaTeX: {metrics['latex']}")
@@ -141,6 +162,8 @@ def _add_run(p: argparse.ArgumentParser) -> None:
     p.add_argument("--timeout", type=float, default=300.0)
     p.add_argument("--allow-exec", action="store_true", help="run model code (sandboxed); or EXECREPOBENCH_ALLOW_EXEC=1")
     p.add_argument("--allow-weak-sandbox", action="store_true")
+    p.add_argument("--keep-artifacts", action="store_true",
+                   help="keep each run's evidence under OUT/artifacts/ (always kept for harness errors)")
     p.add_argument("--no-progress", action="store_true")
     g = p.add_argument_group("model backends (transformers, vllm, openai)")
     g.add_argument("--template", default=None,
@@ -157,12 +180,12 @@ def _add_run(p: argparse.ArgumentParser) -> None:
 
 def _run_run(args: argparse.Namespace) -> int:
     from execrepobench.builder.manifest import ManifestError
-    from execrepobench.runner.run import RunConfig, run
+    from execrepobench.runner.run import BuildFailed, RunConfig, run
     from execrepobench_dataset.record import RecordError
-    from execrepobench_metric.api import InputError
+    from execrepobench_metric.api import HarnessError, InputError
     from execrepobench_metric.engine import ExecutionNotAllowed
+    from execrepobench_metric.isolation import SandboxUnavailable
     from execrepobench_metric.prepare import EnvironmentsMissing
-    from execrepobench_metric.sandbox import SandboxUnavailable
 
     options = {key: getattr(args, key) for key in ("temperature", "top_p", "seed", "tensor_parallel_size", "base_url")
                if getattr(args, key) is not None}
@@ -171,9 +194,11 @@ def _run_run(args: argparse.Namespace) -> int:
                        workers=args.workers, timeout_s=args.timeout,
                        allow_exec=True if args.allow_exec else None, allow_weak_sandbox=args.allow_weak_sandbox,
                        progress=not args.no_progress, backend_options=options, template=args.template,
-                       max_new_tokens=args.max_new_tokens)
+                       max_new_tokens=args.max_new_tokens, keep_artifacts=args.keep_artifacts)
     try:
         run(config)
+    except (HarnessError, BuildFailed):  # run() wrote what it could and printed what failed
+        return HARNESS_ERROR_EXIT
     except (OSError, ValueError, ImportError, ManifestError, RecordError, InputError, ExecutionNotAllowed,
             SandboxUnavailable, EnvironmentsMissing) as exc:
         print(f"error: {exc}", file=sys.stderr)

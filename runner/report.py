@@ -46,13 +46,43 @@ def chart(metrics: dict, path: Path, title: str) -> Path | None:
     return path
 
 
-def write_results(out: Path, result: dict, title: str) -> dict:
-    """Write results.jsonl, metrics.json, latex.txt, chart.png; returns the metrics (no details)."""
+SCORE_FILES = ("metrics.json", "latex.txt", "chart.png")
+
+
+def _write_rows(out: Path, result: dict) -> None:
     out.mkdir(parents=True, exist_ok=True)
-    metrics = {k: v for k, v in result.items() if k != "details"}
-    with (out / "results.jsonl").open("w", encoding="utf-8") as fh:
+    tmp = out / "results.jsonl.tmp"
+    with tmp.open("w", encoding="utf-8") as fh:
         for d in result.get("details", []):
             fh.write(json.dumps(d) + "\n")
+    tmp.replace(out / "results.jsonl")
+
+
+def write_error_results(out: Path, result: dict) -> str:
+    """After harness errors: results.jsonl only (error rows carry `harness_error` and their evidence
+    folder); score files of an earlier run are removed so none is read as this run's.  Returns the
+    summary to print."""
+    _write_rows(out, result)
+    for name in SCORE_FILES:
+        (out / name).unlink(missing_ok=True)
+    errors = [d for d in result.get("details", []) if d.get("reason") == "error"]
+    lines = [f"HARNESS ERRORS: {len(errors)} of {result.get('n_completions', len(result.get('details', [])))} "
+             "judgement(s) failed for the harness's reasons, not the model's. No score is reported.",
+             f"Per-completion rows: {out / 'results.jsonl'} (error rows have \"harness_error\": true)."]
+    for d in errors[:10]:
+        first = str(d.get("detail", "")).splitlines()[0][:200] if d.get("detail") else ""
+        where = f" evidence: {out / d['artifacts']}" if d.get("artifacts") else ""
+        lines.append(f"  sample {d['sample_id']} completion {d.get('completion_index', 0)}: {first}{where}")
+    if len(errors) > 10:
+        lines.append(f"  ... and {len(errors) - 10} more")
+    lines.append("Fix the cause and run the same command again: finished verdicts are kept (journal), errors are retried.")
+    return "\n".join(lines)
+
+
+def write_results(out: Path, result: dict, title: str) -> dict:
+    """Write results.jsonl, metrics.json, latex.txt, chart.png; returns the metrics (no details)."""
+    metrics = {k: v for k, v in result.items() if k != "details"}
+    _write_rows(out, result)
     (out / "metrics.json").write_text(json.dumps(metrics, indent=1), encoding="utf-8")
     (out / "latex.txt").write_text(metrics.get("latex", "") + "\n", encoding="utf-8")
     chart(metrics, out / "chart.png", title)

@@ -1,21 +1,36 @@
 """`execrepobench run`: build if needed -> generate -> evaluate -> report, in one command.
 
 Folder layout under --out: build/ (samples.jsonl, build_report.*; skipped when --samples is given),
-generations.jsonl, journal.jsonl, results.jsonl, metrics.json, latex.txt, chart.png.  Every step
-resumes: the build reuses finished repositories, generation skips done samples, evaluation replays
-its journal.
+generations.jsonl, journal.jsonl, results.jsonl, metrics.json, latex.txt, chart.png, artifacts/
+(evidence: with --keep-artifacts, and always for harness errors).  Every step resumes: the build
+reuses finished repositories, generation skips done samples, evaluation replays its journal.
+
+Harness errors stop the scores, never the record: a build in which some repository failed stops
+before generation (`BuildFailed`: run again once fixed, finished repositories are reused); an
+evaluation with `error` verdicts writes results.jsonl (error rows marked) and no score
+(`HarnessError`).
 """
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from execrepobench_dataset.record import read_jsonl
-from execrepobench_metric.api import compute
+from execrepobench_dataset.context import ContextResolver
+from execrepobench_dataset.load import open_dataset
+from execrepobench_metric.api import HarnessError, compute
 
 from .backends.base import get_backend
 from .generate import GenerateConfig, generate, read_generations
-from .report import table, write_results
+from .report import table, write_error_results, write_results
+
+
+class BuildFailed(RuntimeError):
+    """Some repositories failed to build (harness errors); `.summary` says which and why."""
+
+    def __init__(self, summary: str) -> None:
+        super().__init__(summary)
+        self.summary = summary
 
 
 @dataclass(frozen=True)
@@ -36,6 +51,7 @@ class RunConfig:
     backend_options: dict = field(default_factory=dict)
     template: str | None = None  # prompt template for model backends; None / "official": resolve_template()
     max_new_tokens: int | None = None  # generation budget (None: prompts.MAX_GENERATION_TOKENS)
+    keep_artifacts: bool = False  # keep every run's evidence under OUT/artifacts/
 
 
 def _samples_path(config: RunConfig) -> Path:
@@ -46,7 +62,16 @@ def _samples_path(config: RunConfig) -> Path:
 
     path = config.manifest or (quickstart_manifest_path() if config.quickstart else default_manifest_path())
     out = config.out / "build"
-    build(BuildConfig(manifest=load_manifest(path), out=out, progress=config.progress))
+    summary = build(BuildConfig(manifest=load_manifest(path), out=out, progress=config.progress,
+                                allow_weak_sandbox=config.allow_weak_sandbox))
+    failed = [r for r in summary["repos"] if r["status"] == "error"]
+    if failed:
+        lines = [f"BUILD ERRORS: {len(failed)} of {len(summary['repos'])} repositories failed (harness errors); "
+                 "nothing was generated or judged. Finished repositories are reused when you run again."]
+        lines += [f"  {r['repo']} at {r.get('phase', '?')}: {str(r.get('reason', ''))[:200]}" for r in failed]
+        lines.append(f"  details: {out / 'build_report.json'}")
+        print("\n".join(lines), file=sys.stderr)
+        raise BuildFailed("\n".join(lines))
     return out / "samples.jsonl"
 
 
@@ -97,7 +122,8 @@ def _prompting(config: RunConfig, options: dict):
 
 def run(config: RunConfig) -> dict:
     samples_file = _samples_path(config)
-    samples = list(read_jsonl(samples_file))
+    opened = open_dataset(samples_file)  # the samples and, beside them, the repository records (context files)
+    samples, resolver = list(opened.samples), ContextResolver(opened.repositories)
     if not samples:
         raise ValueError(f"{samples_file}: no samples to evaluate (see the build report beside it)")
     options, render, stops, template = dict(config.backend_options), None, (), None
@@ -109,12 +135,18 @@ def run(config: RunConfig) -> dict:
     if hasattr(getattr(backend, "sampling", None), "describe"):  # model backends: the settings in effect
         sampling = backend.sampling.describe()
     generate(samples, backend, gen_path, GenerateConfig(n=config.n, template=template, sampling=sampling,
-                                                        progress=config.progress), render=render, stops=stops)
+                                                        progress=config.progress), render=render, stops=stops,
+             with_context=resolver.materialise)
     completions = read_generations(gen_path, samples)
     name = config.model or config.backend
-    result = compute(completions, samples, k=config.k, num_workers=config.workers, timeout=config.timeout_s,
-                     allow_exec=config.allow_exec, allow_weak_sandbox=config.allow_weak_sandbox,
-                     journal=config.out / "journal.jsonl", model_name=name, progress=config.progress)
+    try:
+        result = compute(completions, samples, k=config.k, num_workers=config.workers, timeout=config.timeout_s,
+                         allow_exec=config.allow_exec, allow_weak_sandbox=config.allow_weak_sandbox,
+                         journal=config.out / "journal.jsonl", model_name=name, progress=config.progress,
+                         keep_artifacts=config.keep_artifacts, artifacts_dir=config.out / "artifacts")
+    except HarnessError as exc:
+        print(write_error_results(config.out, exc.result), file=sys.stderr)
+        raise
     metrics = write_results(config.out, result, f"{name} on {len(samples)} ExecRepoBench samples")
     print(table(metrics))
     print(f"LaTeX: {metrics['latex']}")

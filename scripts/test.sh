@@ -4,8 +4,11 @@
 # server) in their own environment .venv-models (vLLM pins its own torch/transformers), on a tiny
 # model the tests make locally.  Extra arguments go to the first pytest run.
 # Set EXECREPOBENCH_SKIP_MODEL_TESTS=1 to skip part 2 (it needs ~4 GB and a few minutes the first time).
+# Sandbox tests FAIL (not skip) here when bubblewrap is missing: a green run must have judged.
+# The fast tier (no sdist downloads, < 2 min): .venv/bin/python -m pytest -m "not pypi and not slow"
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+export EXECREPOBENCH_REQUIRE_SANDBOX=1
 bash scripts/setup-env.sh
 set +e
 .venv/bin/python -m pytest -ra "$@"

@@ -5,19 +5,58 @@ import pytest
 
 FIXTURES = Path(__file__).parent / "fixtures"
 collect_ignore = ["fixtures"]  # fixture repositories carry their own tests; they are data here
+REQUIRE_SANDBOX_VARS = ("CI", "EXECREPOBENCH_REQUIRE_SANDBOX")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def private_cache(tmp_path_factory) -> Path:
+    """Every test runs against a private, temporary EXECREPOBENCH_CACHE, never the user's.
+
+    Session-wide, so session fixtures (a built repository) and the tests using them share it.
+    Source downloads may still come from pip's and uv's own caches (real PyPI, fetched once).
+    """
+    from execrepobench_metric.layout import CACHE_ENV_VAR
+
+    root = tmp_path_factory.mktemp("execrepobench-cache")
+    old = os.environ.get(CACHE_ENV_VAR)
+    os.environ[CACHE_ENV_VAR] = str(root)
+    yield root
+    if old is None:
+        os.environ.pop(CACHE_ENV_VAR, None)
+    else:
+        os.environ[CACHE_ENV_VAR] = old
 
 
 @pytest.fixture(scope="session")
-def cache_dir() -> Path:
-    """The shared download/environment cache (EXECREPOBENCH_CACHE or ~/.cache/execrepobench).
+def cache_dir(private_cache) -> Path:
+    """The test session's private download/environment cache."""
+    return private_cache
 
-    Tests that need real PyPI sources and uv environments reuse it across runs, as a user would.
-    """
-    from execrepobench_metric.layout import cache_root
 
-    root = cache_root()
-    root.mkdir(parents=True, exist_ok=True)
-    return root
+def sandbox_required() -> bool:
+    return any(os.environ.get(v, "") not in ("", "0", "false") for v in REQUIRE_SANDBOX_VARS)
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "sandbox: needs the bubblewrap sandbox (fails in CI when it is missing)")
+    config.addinivalue_line("markers", "slow: end-to-end: builds fixture repositories or runs many sandboxed suites "
+                                       "(integration tier; the fast tier is -m 'not pypi and not slow')")
+
+
+def pytest_runtest_setup(item):
+    """`sandbox` tests: skipped without bubblewrap on a developer machine, FAILED in CI (CI=1 or
+    EXECREPOBENCH_REQUIRE_SANDBOX=1, which scripts/test.sh sets): a green run must have judged."""
+    if item.get_closest_marker("sandbox") is None:
+        return
+    from execrepobench_metric.sandbox import strong_available
+
+    reason = strong_available()
+    if reason is None:
+        return
+    if sandbox_required():
+        pytest.fail(f"bubblewrap sandbox required here ({'/'.join(REQUIRE_SANDBOX_VARS)} set) but unavailable: "
+                    f"{reason}", pytrace=False)
+    pytest.skip(f"no bwrap sandbox: {reason}")
 
 
 @pytest.fixture()
@@ -31,7 +70,7 @@ def minirepo(tmp_path) -> Path:
 
 
 @pytest.fixture(scope="session")
-def built_minirepo(tmp_path_factory):
+def built_minirepo(tmp_path_factory, private_cache):
     """The fixture repository built by the real builder (path source, uv env, sandboxed baseline)."""
     from execrepobench.builder.build import BuildConfig, build
     from execrepobench.builder.manifest import parse_manifest
@@ -66,3 +105,20 @@ def make_sample(built, file_name, middle, judged=(), fill_type="grammar-based: s
                   node_type="return_statement", middle_start_byte=len(prefix.encode()),
                   middle_end_byte=len((prefix + middle).encode()), env_key=built["env_key"], seed=0,
                   builder_version="test", test_command=tuple(built["test_command"]), judged_tests=tuple(judged))
+
+
+def prepared_repo(manifest_text: str, base: Path) -> dict:
+    """A repository prepared by the real builder (pinned source, locked uv environment, sandboxed
+    baseline) without masking or verification: what `make_sample` needs to make samples by hand."""
+    from execrepobench.builder.manifest import parse_manifest
+    from execrepobench.builder.prepare import prepare
+    from execrepobench.builder.sources import fetch
+    from execrepobench_metric.isolation import decide_isolation
+
+    manifest = parse_manifest(manifest_text, base)
+    spec = manifest.repos[0]
+    fetched = fetch(spec)
+    prepared = prepare(spec, fetched, manifest.python, runs=1, timeout_s=600, isolation=decide_isolation(False)[0])
+    record = prepared.record
+    return {"root": prepared.env.root, "env_key": record.env_key, "pinned": record.repo_source,
+            "test_command": record.test_command, "python": prepared.env.python}

@@ -4,9 +4,8 @@ import pytest
 from conftest import make_sample
 from execrepobench.builder.agreement import agreement, mutants
 from execrepobench_metric.judge import JudgeConfig
-from execrepobench_metric.sandbox import strong_available
 
-needs_bwrap = pytest.mark.skipif(strong_available() is not None, reason="no bwrap sandbox")
+needs_bwrap = pytest.mark.sandbox
 
 
 def test_mutants_differ_and_compile(built_minirepo):

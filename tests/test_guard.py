@@ -11,9 +11,10 @@ from pathlib import Path
 import pytest
 
 import guard_attacks as corpus
-from conftest import make_sample
+from conftest import make_sample, prepared_repo
 from execrepobench.builder.verify import verify_one
 from execrepobench_metric.guard import GuardSetup, read_evidence, verify_lines
+from execrepobench_metric.isolation import Isolation
 from execrepobench_metric.judge import JudgeConfig, judge
 from execrepobench_metric.sandbox import strong_available
 
@@ -149,11 +150,7 @@ def test_standard_library_that_reads_frames_itself_is_not_the_completions(clamp)
 
 @pytest.fixture(scope="module")
 def guardrepo(tmp_path_factory):
-    """A repository whose code itself uses frames, built by the real builder."""
-    from execrepobench.builder.build import BuildConfig, build
-    from execrepobench.builder.manifest import parse_manifest
-    from execrepobench_dataset.record import read_jsonl
-
+    """A repository whose code itself uses frames, prepared by the real builder."""
     base = tmp_path_factory.mktemp("guardrepo")
     patch = pytest.MonkeyPatch()
     patch.setenv("EXECREPOBENCH_CACHE", str(base / "cache"))  # its own cache (tests using it set it again)
@@ -173,16 +170,8 @@ def guardrepo(tmp_path_factory):
         "    assert caller_name() == 'test_caller_name'\n\n\ndef test_double():\n    assert double(4) == 8\n\n\n"
         "class TestDoubles(unittest.TestCase):\n    def test_many(self):\n        for x in (1, 2, 3):\n"
         "            with self.subTest(x=x):\n                self.assertEqual(double(x), 2 * x)\n")
-    text = f'[[repo]]\nsource = "path:{repo}"\nname = "guardrepo"\nsamples_per_repo = 1\n'
-    summary = build(BuildConfig(manifest=parse_manifest(text, base), out=base / "out", baseline_runs=1,
-                                progress=False, verify=False))
-    rep = summary["repos"][0]
-    assert rep["status"] == "ok", rep
-    from execrepobench_metric.environments import find_environment
-
-    first = next(read_jsonl(base / "out" / "samples.jsonl"))
-    built = {"root": find_environment(rep["env_key"]).root, "env_key": rep["env_key"], "pinned": rep["pinned"],
-             "test_command": first.test_command, "cache": str(base / "cache")}
+    built = prepared_repo(f'[[repo]]\nsource = "path:{repo}"\nname = "guardrepo"\n', base)
+    built["cache"] = str(base / "cache")
     patch.undo()
     return built
 
@@ -229,11 +218,11 @@ def test_a_masked_file_the_test_machinery_runs_is_never_verified(guardrepo, monk
 
 @needs_bwrap
 def test_weak_sandbox_is_guarded_too(clamp):
-    weak = dataclasses.replace(ON, sandbox="none")
+    weak = dataclasses.replace(ON, isolation=Isolation.WEAK)
     assert judge(clamp, clamp.middle_code, weak).passed
     attack = next(a for a in corpus.ATTACKS if a.name == "mini_gc")
     completion = corpus.completion(attack, "    ", "return value + 1")
-    assert judge(clamp, completion, dataclasses.replace(OFF, sandbox="none")).passed
+    assert judge(clamp, completion, dataclasses.replace(OFF, isolation=Isolation.WEAK)).passed
     assert judge(clamp, completion, weak).reason == "tampering"
 
 

@@ -5,8 +5,9 @@ import subprocess
 import pytest
 
 import guard_attacks as corpus
+from conftest import prepared_repo
 from execrepobench.builder.verify import verify_one
-from execrepobench_dataset.record import Sample, make_sample_id, read_jsonl
+from execrepobench_dataset.record import Sample, make_sample_id
 from execrepobench_metric.judge import JudgeConfig, judge
 from execrepobench_metric.sandbox import strong_available
 
@@ -19,7 +20,6 @@ MANIFEST = '''[[repo]]
 source = "pypi:isodate==0.7.2"
 sha256 = "4cd1aa0f43ca76f4a6c6c0292a85f40b35ec2e43e315b59f06e6d32171a953e6"
 extra_test_requires = ["pytest==9.2.0", "pluggy==1.7.0"]
-samples_per_repo = 1
 '''
 # (file, masked middle, indent of its body, wrong statement the attacks end with, judged tests)
 TARGETS = {
@@ -50,22 +50,11 @@ def _sample(built: dict, file: str, middle: str, judged: tuple[str, ...]) -> Sam
 def isodate(tmp_path_factory):
     """isodate built by the real builder in this module's own cache; the two samples verified (which
     records what their ground truth does for the guard)."""
-    from execrepobench.builder.build import BuildConfig, build
-    from execrepobench.builder.manifest import parse_manifest
-
     base = tmp_path_factory.mktemp("corpus")
     patch = pytest.MonkeyPatch()
     patch.setenv("EXECREPOBENCH_CACHE", str(base / "cache"))
-    summary = build(BuildConfig(manifest=parse_manifest(MANIFEST, base), out=base / "out", baseline_runs=1,
-                                progress=False, verify=False))
-    rep = summary["repos"][0]
-    assert rep["status"] == "ok", rep
-    from execrepobench_metric.environments import find_environment
-
-    env = find_environment(rep["env_key"])
-    python = str(env.python)
-    built = {"root": env.root, "env_key": rep["env_key"], "pinned": rep["pinned"],
-             "test_command": next(read_jsonl(base / "out" / "samples.jsonl")).test_command}
+    built = prepared_repo(MANIFEST, base)
+    python = built["python"]
     # node ids as the judged runs see them (PYTHONHASHSEED=0: some of isodate's ids follow set order)
     listing = subprocess.run([python, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", "tests"],
                              cwd=built["root"], capture_output=True, text=True, env={"PYTHONHASHSEED": "0"}).stdout

@@ -12,10 +12,9 @@ import yaml
 from conftest import make_sample
 from execrepobench_metric import hub_module
 from execrepobench_metric.hub_module import MetricPublishError, push_metric, write_metric_folder
-from execrepobench_metric.sandbox import strong_available
 
 METRIC_DIR = Path(__file__).parents[1] / "execrepobench_metric"
-needs_bwrap = pytest.mark.skipif(strong_available() is not None, reason="no bwrap sandbox")
+needs_bwrap = pytest.mark.sandbox
 
 
 @pytest.fixture()

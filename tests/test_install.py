@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-from execrepobench_metric.sandbox import strong_available
 
 ROOT = Path(__file__).parents[1]
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -73,7 +72,7 @@ def _run(argv, *, env, cwd, timeout=900):
     return proc.stdout
 
 
-@pytest.mark.skipif(strong_available() is not None, reason="no bwrap sandbox")
+@pytest.mark.sandbox
 @pytest.mark.pypi
 def test_wheel_in_a_fresh_venv_builds_and_judges(wheel, tmp_path):
     """Installs the wheel's dependencies from PyPI (uv, cached after the first run)."""

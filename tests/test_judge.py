@@ -10,9 +10,7 @@ import pytest
 from conftest import make_sample
 from execrepobench_metric.engine import EngineConfig, ExecutionNotAllowed, judge_all
 from execrepobench_metric.judge import JudgeConfig, judge
-from execrepobench_metric.sandbox import strong_available
-
-pytestmark = pytest.mark.skipif(strong_available() is not None, reason=f"no bwrap sandbox: {strong_available()}")
+pytestmark = pytest.mark.sandbox
 CLAMP_TESTS = ("tests/test_mathx.py::test_clamp_inside", "tests/test_mathx.py::test_clamp_edges")
 CONF = JudgeConfig(timeout_s=60)
 
@@ -55,6 +53,7 @@ def test_printed_pass_text_and_early_exit_do_not_pass(clamp):
     assert not sysexit.passed
 
 
+@pytest.mark.slow
 def test_hostile_file_system_and_network(clamp, built_minirepo, tmp_path):
     root = built_minirepo["root"]
     before = {p: p.read_bytes() for p in root.rglob("*.py")}
@@ -105,6 +104,7 @@ def test_hostile_file_system_and_network(clamp, built_minirepo, tmp_path):
     assert {p: p.read_bytes() for p in root.rglob("*.py")} == before  # the original tree is untouched
 
 
+@pytest.mark.slow
 def test_resource_bombs_are_contained(clamp):
     conf = JudgeConfig(timeout_s=15)
     cases = {

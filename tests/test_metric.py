@@ -9,13 +9,12 @@ import pytest
 from conftest import make_sample
 from execrepobench_dataset.record import read_jsonl, write_jsonl
 from execrepobench_metric import api
-from execrepobench_metric.engine import choose_sandbox
 from execrepobench_metric.environments import find_environment
 from execrepobench_metric.judge import JudgeConfig, judge
-from execrepobench_metric.sandbox import SandboxUnavailable, strong_available
+from execrepobench_metric.isolation import Isolation, SandboxUnavailable, decide_isolation
 
 METRIC_DIR = Path(__file__).parents[1] / "execrepobench_metric"
-needs_bwrap = pytest.mark.skipif(strong_available() is not None, reason="no bwrap sandbox")
+needs_bwrap = pytest.mark.sandbox
 CLAMP_TESTS = ("tests/test_mathx.py::test_clamp_inside", "tests/test_mathx.py::test_clamp_edges")
 
 
@@ -68,17 +67,17 @@ def test_compute_by_sample_id_and_bad_input(two_samples, tmp_path):
 
 
 def test_weak_mode_only_when_accepted(two_samples, monkeypatch):
-    import execrepobench_metric.engine as engine
+    import execrepobench_metric.sandbox as sandbox
 
-    monkeypatch.setattr(engine, "strong_available", lambda: "`bwrap` not found")
+    monkeypatch.setattr(sandbox, "strong_available", lambda: "`bwrap` not found")
     with pytest.raises(SandboxUnavailable, match="bwrap"):
-        choose_sandbox(allow_weak=False)
-    mode, note = choose_sandbox(allow_weak=True)
-    assert mode == "none" and "WEAK SANDBOX" in note
+        decide_isolation(allow_weak=False)
+    mode, note = decide_isolation(allow_weak=True)
+    assert mode is Isolation.WEAK and "WEAK SANDBOX" in note
     clamp = two_samples[0]
     root = find_environment(clamp.env_key).root
     before = (root / clamp.file_name).read_text()
-    weak = JudgeConfig(sandbox="none", timeout_s=60)
+    weak = JudgeConfig(isolation=Isolation.WEAK, timeout_s=60)
     assert judge(clamp, clamp.middle_code, weak).passed
     assert not judge(clamp, "return value * 3", weak).passed
     assert (root / clamp.file_name).read_text() == before

@@ -37,7 +37,6 @@ from execrepobench.runner.postprocess import clean  # noqa: E402
 from execrepobench.runner.prompts import build_prompt_for_sample, load_tokenizer, model_max_length  # noqa: E402
 from execrepobench.runner.templates import get_template  # noqa: E402
 from execrepobench_dataset.record import ContextFile, Sample  # noqa: E402
-from execrepobench_metric.sandbox import strong_available  # noqa: E402
 
 TEMPLATE = get_template("qwen2.5-coder")
 STOPS = list(TEMPLATE.stop)
@@ -350,7 +349,7 @@ def test_run_command_unknown_model_path(tmp_path, capsys):
 
 # -- (e) `execrepobench run --backend transformers|vllm` end to end ---------------------------------------------------
 
-@pytest.mark.skipif(strong_available() is not None, reason="no bwrap sandbox")
+@pytest.mark.sandbox
 @pytest.mark.parametrize("backend", ["transformers", "vllm"])
 def test_run_command_end_to_end(backend, built_minirepo, model_dir, tmp_path, capsys):
     from execrepobench.runner.cli import main

@@ -27,6 +27,7 @@ def imported(tmp_path_factory):
         yield {"report": report, "src": src, "out": base / "out"}
 
 
+@pytest.mark.slow
 def test_report_numbers(imported):
     report, out = imported["report"], imported["out"]
     assert json.loads((out / "import_report.json").read_text()) == report
@@ -48,6 +49,7 @@ def test_report_numbers(imported):
         assert rep["baseline"]["import_check"].get("evaluate_repo") is None  # the harness is never imported
 
 
+@pytest.mark.slow
 def test_kept_samples_are_judged_and_match_the_files(imported):
     from execrepobench_dataset.repo_record import read_repo_records
 

@@ -47,6 +47,7 @@ def fresh_cache(monkeypatch, tmp_path, cache_a: Path | None = None) -> Path:
     return cache
 
 
+@pytest.mark.slow  # makes environments in a second cache (integration tier)
 def test_prepare_makes_the_published_environment_in_another_cache(built, tmp_path, monkeypatch, capsys):
     out, cache_a = built
     samples = list(read_jsonl(out / "samples.jsonl"))
@@ -84,6 +85,7 @@ def test_prepare_makes_the_published_environment_in_another_cache(built, tmp_pat
     assert "nosuch" in capsys.readouterr().err
 
 
+@pytest.mark.slow  # makes environments in a second cache (integration tier)
 def test_compute_prepares_when_asked(built, tmp_path, monkeypatch):
     out, cache_a = built
     samples = list(read_jsonl(out / "samples.jsonl"))

@@ -16,12 +16,11 @@ from pathlib import Path
 import pytest
 
 from execrepobench_metric.layout import CACHE_ENV_VAR
-from execrepobench_metric.sandbox import strong_available
 
 CHECKOUT = Path(__file__).resolve().parents[1]
 pytestmark = [
     pytest.mark.pypi,
-    pytest.mark.skipif(strong_available() is not None, reason="no bwrap sandbox"),
+    pytest.mark.sandbox,
     pytest.mark.skipif(os.environ.get("EXECREPOBENCH_OFFLINE") == "1", reason="EXECREPOBENCH_OFFLINE=1"),
 ]
 MANIFEST = """[defaults]

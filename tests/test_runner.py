@@ -9,7 +9,6 @@ from execrepobench.runner.backends.baseline import complete
 from execrepobench.runner.generate import GenerateConfig, generate, read_generations
 from execrepobench.runner.postprocess import clean
 from execrepobench_dataset.record import ContextFile, Sample
-from execrepobench_metric.sandbox import strong_available
 
 
 def _sample(prefix, middle, suffix, context=()):
@@ -59,7 +58,7 @@ def test_generation_resumes_without_duplicates(built_minirepo, tmp_path):
         read_generations(out, samples + [make_sample(built_minirepo, "minirepo/mathx.py", "return low")])
 
 
-@pytest.mark.skipif(strong_available() is not None, reason="no bwrap sandbox")
+@pytest.mark.sandbox
 def test_run_command_end_to_end(built_minirepo, tmp_path):
     from execrepobench.runner.cli import main
     from execrepobench_dataset.record import write_jsonl

@@ -196,12 +196,9 @@ offline = pytest.mark.skipif(os.environ.get("EXECREPOBENCH_OFFLINE") == "1", rea
 
 
 @pytest.fixture(scope="session")
-def persistent_cache() -> Path:
-    """A cache that survives test runs (so reruns reuse the download): $EXECREPOBENCH_CACHE or ~/.cache."""
-    root = Path(os.environ.get(CACHE_ENV_VAR) or Path.home() / ".cache" / "execrepobench").expanduser()
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv(CACHE_ENV_VAR, str(root))
-        yield root
+def persistent_cache(cache_dir) -> Path:
+    """The session's private cache (conftest): downloads are shared by the tests of one run."""
+    return cache_dir
 
 
 @pytest.fixture(scope="session")
@@ -210,6 +207,7 @@ def schema_spec() -> RepoSpec:
 
 
 @offline
+@pytest.mark.pypi
 def test_pypi_fetch_real_sdist(persistent_cache: Path, schema_spec: RepoSpec, monkeypatch) -> None:
     assert schema_spec.source == "pypi:schema==0.7.8" and schema_spec.sha256
     got = fetch(schema_spec)
@@ -231,6 +229,7 @@ def test_pypi_fetch_real_sdist(persistent_cache: Path, schema_spec: RepoSpec, mo
 
 
 @offline
+@pytest.mark.pypi
 def test_pypi_wrong_sha256(persistent_cache: Path, schema_spec: RepoSpec) -> None:
     fetch(schema_spec)  # make sure the download is there
     wrong = "0" * 64
@@ -243,6 +242,7 @@ def test_pypi_wrong_sha256(persistent_cache: Path, schema_spec: RepoSpec) -> Non
 
 
 @offline
+@pytest.mark.pypi
 def test_pypi_unknown_version(persistent_cache: Path) -> None:
     with pytest.raises(SourceError) as info:
         fetch(RepoSpec(name="schema-missing", source="pypi:schema==0.0.0.999"))

@@ -8,7 +8,6 @@ from execrepobench.builder.selection import CoverageMap, ImportGraph, region_lin
 from execrepobench.builder.verify import null_fill, verify_one
 from execrepobench_dataset.record import FILL_BLOCK, FILL_EXPRESSION, FILL_SPAN
 from execrepobench_metric.judge import JudgeConfig
-from execrepobench_metric.sandbox import strong_available
 
 FILES = {
     "pkg/__init__.py": "from .core import f\n",
@@ -76,7 +75,7 @@ def test_null_fill_rules(built_minirepo, prefix, suffix, fill_type, expected):
     assert null_fill(s) == expected
 
 
-@pytest.mark.skipif(strong_available() is not None, reason="no bwrap sandbox")
+@pytest.mark.sandbox
 def test_verify_keeps_discriminating_and_drops_untested(built_minirepo):
     conf = JudgeConfig(timeout_s=60)
     good = make_sample(built_minirepo, "minirepo/mathx.py", "return value",
