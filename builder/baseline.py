@@ -39,6 +39,12 @@ class Baseline:
     test_command: tuple[str, ...]
     import_check: dict = field(default_factory=dict)  # top-level module -> file it imports from
     timings: dict = field(default_factory=dict)  # import_check_s, baseline_runs_s, collect_checks_s (wall)
+    test_seconds: dict = field(default_factory=dict)  # node id -> its slowest junit time over the runs
+    fixed_s: float = 0.0  # a run's time outside its tests (start-up, collection, report), fastest run
+
+    def estimate_s(self, tests) -> float:
+        """Seconds a run of only `tests` should take (an overestimate: the whole suite's collection)."""
+        return self.fixed_s + sum(self.test_seconds.get(t, 0.0) for t in tests)
 
     @property
     def excluded(self) -> tuple[str, ...]:
@@ -105,13 +111,16 @@ def run_baseline(repo: str, env: Environment, root: Path, spec: RepoSpec, module
     inv = invocation(env, root, spec, timeout_s)
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
         results = list(pool.map(lambda _: run_pytest(inv, isolation=isolation), range(runs)))
-    per_run, durations = [], []
+    per_run, durations, seconds, fixed = [], [], {}, []
     for i, result in enumerate(results):
         if result.error:
             tail = (result.process.stdout_tail + result.process.stderr_tail).strip().splitlines()[-5:]
             raise BaselineError(f"{repo}: baseline run {i + 1} failed: {result.error}: " + " | ".join(tail))
         per_run.append(result.outcomes)
         durations.append(result.process.duration_s)
+        fixed.append(max(0.0, result.process.duration_s - sum(result.durations.values())))
+        for nodeid, s in result.durations.items():
+            seconds[nodeid] = max(s, seconds.get(nodeid, 0.0))
     timings["baseline_runs_s"] = time.monotonic() - t0 - timings["import_check_s"]
     kinds = classify(per_run)
     for nodeid in unstable_ids(inv, set(kinds), collections, isolation, workers):
@@ -123,7 +132,8 @@ def run_baseline(repo: str, env: Environment, root: Path, spec: RepoSpec, module
     pick = lambda kind: tuple(t for t, k in kinds.items() if k == kind)  # noqa: E731
     timings["collect_checks_s"] = time.monotonic() - t0 - sum(timings.values())
     return Baseline(pick("passing"), pick("failing"), pick("flaky"), pick("skipped"), runs,
-                    tuple(durations), inv.test_command(), import_check, {k: round(v, 2) for k, v in timings.items()})
+                    tuple(durations), inv.test_command(), import_check, {k: round(v, 2) for k, v in timings.items()},
+                    seconds, min(fixed, default=0.0))
 
 
 def top_level_modules(source_files: list[str]) -> list[str]:

@@ -41,12 +41,13 @@ from .records import with_files
 from .selection import CoverageMap, ImportGraph
 from .sources import SourceError, fetch
 from .testlayout import NoTestsFound
-from .verify import GUARD_RECORDING, verify_report, verify_samples, with_selection
+from .verify import GUARD_RECORDING, VERIFY_SCHEME, verify_report, verify_samples, with_selection
 
 _SKIP_DIRS = {".git", ".hg", ".tox", ".nox", ".venv", "venv", "build", "dist", "node_modules", "__pycache__"}
 # Errors whose message says it all; any other exception is reported with its traceback.
 REPO_ERRORS = (SourceError, EnvError, BaselineError, NoTestsFound)
 # The stage a repository was in -> the phase its report names when that stage raises.
+VERIFY_BATCH = 16  # candidates verified per round of verify_to_quotas
 PHASES = {"source": "source", "prepare": "baseline", "masking": "masking", "coverage": "coverage",
           "verification": "verification"}
 
@@ -86,7 +87,7 @@ def _inputs_hash(spec: RepoSpec, config: BuildConfig, mask: MaskConfig, isolatio
     mask_fields = {f.name: getattr(mask, f.name) for f in fields(mask)}
     data = {"spec": asdict(spec), "seed": config.manifest.seed, "mask": mask_fields, "isolation": str(isolation),
             "baseline_runs": config.baseline_runs, "builder": __version__,
-            "oversample": config.oversample, "gt_runs": config.gt_runs, "guard": GUARD_RECORDING,
+            "oversample": config.oversample, "gt_runs": config.gt_runs, "guard": GUARD_RECORDING, "verify": VERIFY_SCHEME,
             "selection_floor": dict(config.selection_floor), "mix": MIX_NAME}
     encode = lambda o: dict(o) if isinstance(o, Mapping) else str(o)  # noqa: E731
     return hashlib.sha256(json.dumps(data, sort_keys=True, default=encode).encode()).hexdigest()[:20]
@@ -164,7 +165,7 @@ def verify_repo(samples: list[Sample], wanted: int, baseline: Baseline, cov: Cov
     graph = ImportGraph(pool)
 
     def select(candidates: list[Sample]) -> list[Sample]:
-        return with_selection(candidates, cov, graph, baseline.passing, config.selection_floor)
+        return with_selection(candidates, cov, graph, baseline.passing, config.selection_floor, baseline.estimate_s)
 
     jconf = JudgeConfig(isolation=isolation, timeout_s=config.judge_timeout_s)
 
@@ -173,7 +174,8 @@ def verify_repo(samples: list[Sample], wanted: int, baseline: Baseline, cov: Cov
                               progress=config.progress, label=f"verify {name}")
 
     quotas = level_quotas(wanted, f"{config.manifest.seed}:{name}")
-    mixed = verify_to_quotas(select(samples), quotas, verify, batch=max(2, 2 * config.workers),
+    # large batches: candidates of one masked file share their ground-truth runs (ground_truth.py)
+    mixed = verify_to_quotas(select(samples), quotas, verify, batch=max(VERIFY_BATCH, 2 * config.workers),
                              more=(lambda needs, round_: select(more(needs, round_))) if more else None)
     suite_s = statistics.median(baseline.durations_s) if baseline.durations_s else 0.0
     return mixed.kept, {**verify_report(mixed.outcomes, mixed.kept, len(baseline.passing), suite_s), **mixed.report}

@@ -6,7 +6,8 @@ Rules, narrowest first (the rule used is recorded in the sample):
 - "importers": the region runs at import time (coverage saw it outside any test), so every test
   whose module imports the masked module, directly or through other repo modules, is judged.
 - "suite": nothing narrower applies; the whole non-excluded suite.
-Only tests that passed in every baseline run are ever judged.
+Only tests that passed in every baseline run are ever judged.  The tests are returned in an order of
+priority: those that ran the masked lines first.
 """
 from __future__ import annotations
 
@@ -93,5 +94,11 @@ def select_tests(file_name: str, prefix: str, middle: str, cov: CoverageMap, gra
         importing = {f for f in files if file_name in graph.reaches(f) or f == file_name}
         chosen = {t for t in ok if t.split("::")[0] in importing} | tests
         if chosen:
-            return tuple(sorted(chosen)), "importers"
-    return tuple(sorted(ok)), "suite"
+            return covering_first(tests, chosen), "importers"
+    return covering_first(tests, ok), "suite"
+
+
+def covering_first(covering: set[str], chosen: set[str]) -> tuple[str, ...]:
+    """The chosen tests, those that ran the masked lines first (the likeliest to catch a wrong fill:
+    the judge runs them in this order and stops at the first failure)."""
+    return (*sorted(covering & chosen), *sorted(chosen - covering))

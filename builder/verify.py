@@ -2,29 +2,43 @@
 and a neutral ("null") fill fails at least one of them.  Uses the metric's own judge, so "a sample
 is valid" means exactly "the metric passes its ground truth and fails a null fill".
 
-Null fills: `execrepobench_metric.fills` (the metric's `prepare` checks the same way).
-A sample for which no candidate compiles is dropped (`no_null_fill`).  A judgement that fails for
-the harness's reasons (an `error` verdict, any exception) drops the sample as `harness_error`:
-it is never counted as a ground-truth failure, and never kept.
+In the order that costs least (the verdicts are the same as checking each sample on its own):
+1. no judged tests (`no_tests`) or no null fill that compiles (`no_null_fill`): dropped without a run;
+2. the null fill, one run per sample, stopping at its first failing test, bounded by the time budget
+   estimated from the baseline (a null fill that loops forever costs that, not the 300 s timeout); it
+   runs with the guard recording, not refusing, since what the file may do is learnt in step 3.  A
+   null fill that passes drops the sample (`null_passed`) before any ground-truth run; the test that
+   caught it moves to the front of `judged_tests` (the judge runs them in that order);
+3. the ground truth of the remaining samples, per masked file: each round runs the union of their
+   judged tests once (`ground_truth.py`), recording `guard_allowed` and each sample's run time, from
+   which its `time_budget_s` comes (`execrepobench_metric/budget.py`).
+
+Null fills: `execrepobench_metric.fills` (the metric's `prepare` checks the same way).  A judgement
+that fails for the harness's reasons (an `error` verdict, any exception) drops the sample as
+`harness_error`: it is never counted as a ground-truth failure, and never kept.
 """
 from __future__ import annotations
 
 import statistics
+import traceback
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
-from typing import Mapping
+from typing import Callable, Mapping
 
 from tqdm import tqdm
 
 from execrepobench_dataset.record import Sample
+from execrepobench_metric.budget import time_budget
 from execrepobench_metric.fills import null_fill
-from execrepobench_metric.judge import JudgeConfig, Verdict, judge_safely
+from execrepobench_metric.judge import JudgeConfig, judge_safely
 
+from .ground_truth import GroundTruth, check_ground_truth
 from .selection import CoverageMap, ImportGraph, select_tests
 
 DROP_REASONS = ("gt_failed", "null_passed", "no_null_fill", "no_tests", "harness_error")
 GUARD_RECORDING = 1  # what verification records for the in-process guard (Sample.guard_allowed); part of build keys
+VERIFY_SCHEME = 2  # 2: null fill first with fail fast and budgets, ground truth per masked file; part of build keys
 
 
 @dataclass(frozen=True)
@@ -36,57 +50,100 @@ class Outcome:
     detail: str = ""
 
 
-def verify_one(sample: Sample, config: JudgeConfig, gt_runs: int = 3) -> Outcome:
-    """The first ground-truth run records what the guard sees the masked file do (`guard_allowed`);
-    the other runs, and the null fill, are judged with those events allowed and nothing else."""
+def precheck(sample: Sample) -> Outcome | None:
+    """The drop that needs no run, if any."""
     if not sample.judged_tests:
         return Outcome(sample, False, "no_tests")
-    times = []
-    for run in range(gt_runs):
-        record = run == 0 and config.guard != "off"
-        v: Verdict = judge_safely(sample, sample.middle_code, replace(config, guard="record") if record else config)
-        times.append(v.duration_s)
-        if v.reason == "error":
-            return Outcome(sample, False, "harness_error", tuple(times), v.detail)
-        if not v.passed:
-            return Outcome(sample, False, "gt_failed", tuple(times), f"{v.reason}: {v.detail or v.failing_tests[:3]}")
-        if record:
-            sample = replace(sample, guard_allowed=v.guard_events)
+    if null_fill(sample) is None:
+        return Outcome(sample, False, "no_null_fill")
+    return None
+
+
+def check_null(sample: Sample, config: JudgeConfig) -> tuple[Sample, Outcome | None]:
+    """(the sample with the tests that failed on its null fill first, None) or (sample, the drop)."""
     fill = null_fill(sample)
-    if fill is None:
-        return Outcome(sample, False, "no_null_fill", tuple(times))
-    null = judge_safely(sample, fill, config)
+    mode = "off" if config.guard == "off" else "record"
+    null = judge_safely(sample, fill, replace(config, guard=mode, timeout_s=None if sample.time_budget_s else
+                                              config.timeout_s, fail_fast=True, known_verdicts=False))
     if null.reason == "error":
-        return Outcome(sample, False, "harness_error", tuple(times), null.detail)
+        return sample, Outcome(sample, False, "harness_error", detail=null.detail)
     if null.passed:
-        return Outcome(sample, False, "null_passed", tuple(times), f"null fill {fill!r} passed")
-    return Outcome(sample, True, "kept", tuple(times))
+        return sample, Outcome(sample, False, "null_passed", detail=f"null fill {fill!r} passed")
+    first = [t for t in null.failing_tests if t in sample.judged_tests]
+    order = tuple(dict.fromkeys([*first, *sample.judged_tests]))
+    return replace(sample, judged_tests=order), None
 
 
-def _verify_safely(sample: Sample, config: JudgeConfig, gt_runs: int) -> Outcome:
+def _null_safely(sample: Sample, config: JudgeConfig) -> tuple[Sample, Outcome | None]:
     try:
-        return verify_one(sample, config, gt_runs)
+        return check_null(sample, config)
     except Exception as exc:  # noqa: BLE001 - one sample never ends a repository's verification
-        return Outcome(sample, False, "harness_error", detail=f"{type(exc).__name__}: {exc}")
+        return sample, Outcome(sample, False, "harness_error", detail=f"{type(exc).__name__}: {exc}\n"
+                                                                       f"{traceback.format_exc()[-2000:]}")
+
+
+def _ground_truth_safely(group: list[Sample], config: JudgeConfig, gt_runs: int) -> list[GroundTruth]:
+    try:
+        return check_ground_truth(group, config, gt_runs)
+    except Exception as exc:  # noqa: BLE001 - one file's candidates never end a repository's verification
+        why = f"{type(exc).__name__}: {exc}\n{traceback.format_exc()[-2000:]}"
+        return [GroundTruth(s, False, "harness_error", detail=why) for s in group]
+
+
+def _outcome(g: GroundTruth) -> Outcome:
+    return Outcome(g.sample, g.passed, "kept" if g.passed else g.reason, g.runs_s, g.detail)
 
 
 def with_selection(samples: list[Sample], cov: CoverageMap, graph: ImportGraph, judgeable: tuple[str, ...],
-                   floor: Mapping[str, str] | None = None) -> list[Sample]:
-    """Samples with their judged tests; `floor` maps a fill type to the narrowest rule allowed for it
-    ("coverage" by default; "importers" or "suite" widen the selection for that kind of sample)."""
+                   floor: Mapping[str, str] | None = None,
+                   estimate: Callable[[tuple[str, ...]], float] | None = None) -> list[Sample]:
+    """Samples with their judged tests (in order of priority); `floor` maps a fill type to the narrowest
+    rule allowed for it ("coverage" by default; "importers" or "suite" widen the selection for that kind
+    of sample); `estimate(tests)` (the baseline's seconds for a run of them) gives the time budget that
+    bounds the null fill's run (verification replaces it with the ground truth's own)."""
     out = []
     for s in samples:
         minimum_rule = (floor or {}).get(s.fill_type, "coverage")
         tests, rule = select_tests(s.file_name, s.prefix_code, s.middle_code, cov, graph, judgeable, minimum_rule)
-        out.append(replace(s, judged_tests=tests, selection_rule=rule))
+        budget = time_budget(estimate(tests)) if estimate is not None and tests else 0.0
+        out.append(replace(s, judged_tests=tests, selection_rule=rule, time_budget_s=budget))
     return out
+
+
+def verify_one(sample: Sample, config: JudgeConfig, gt_runs: int = 3) -> Outcome:
+    """One sample on its own, by the same steps."""
+    return verify_samples([sample], config, workers=1, gt_runs=gt_runs, progress=False)[0]
 
 
 def verify_samples(samples: list[Sample], config: JudgeConfig, *, workers: int, gt_runs: int = 3,
                    progress: bool = True, label: str = "verify") -> list[Outcome]:
-    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        return list(tqdm(pool.map(lambda s: _verify_safely(s, config, gt_runs), samples), total=len(samples),
-                         desc=label, unit="sample", disable=not progress, leave=False))
+    """One outcome per sample, in the order of `samples` (see the module doc for the steps)."""
+    found: dict[str, Outcome] = {}
+    todo = []
+    for s in samples:
+        dropped = precheck(s)
+        if dropped is not None:
+            found[s.sample_id] = dropped
+        else:
+            todo.append(s)
+    with tqdm(total=len(samples), desc=label, unit="sample", disable=not progress, leave=False) as bar, \
+            ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        bar.update(len(found))
+        survivors = []
+        for sample, dropped in pool.map(lambda s: _null_safely(s, config), todo):
+            if dropped is not None:
+                found[sample.sample_id] = dropped
+                bar.update(1)
+            else:
+                survivors.append(sample)
+        by_file: dict[str, list[Sample]] = {}
+        for s in survivors:
+            by_file.setdefault(s.file_name, []).append(s)
+        for group in pool.map(lambda g: _ground_truth_safely(g, config, gt_runs), by_file.values()):
+            for g in group:
+                found[g.sample.sample_id] = _outcome(g)
+                bar.update(1)
+    return [found[s.sample_id] for s in samples]
 
 
 def verify_report(outcomes: list[Outcome], kept: list[Sample], suite_tests: int, suite_s: float) -> dict:

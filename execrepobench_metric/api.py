@@ -68,7 +68,7 @@ def normalize_predictions(predictions: Sequence[Any]) -> list[list[str]]:
 
 
 def compute(predictions: Sequence[Any], references: Sequence[Any], *, k: Sequence[int] = (1,),
-            num_workers: int | None = None, timeout: float = 300.0, test_selection: str = "judged",
+            num_workers: int | None = None, timeout: float | None = None, test_selection: str = "judged",
             dataset: str | Path | None = None, allow_exec: bool | None = None,
             allow_weak_sandbox: bool = False, journal: str | Path | None = None, use_cache: bool = True,
             model_name: str = "model", progress: bool = True, prepare: bool | None = None,

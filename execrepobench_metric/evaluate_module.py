@@ -49,7 +49,8 @@ Args:
         test_selection="suite", non-empty `judged_tests`.
     k: list of k for pass@k (default [1]); pass@k is reported for k <= n.
     num_workers: parallel sandboxed runs (default: number of cores).
-    timeout: seconds per run (default 300).
+    timeout: wall seconds per run; default None: each sample's time budget (CPU seconds measured from its
+        ground truth at build time, with a wall-clock backstop; 300 s for samples without a budget).
     test_selection: "judged" (the sample's judged tests) or "suite" (the whole non-excluded suite).
     dataset: where to look up sample ids and repository records (builder folder, published folder, Hub id).
     prepare: make missing environments first from `dataset`'s repository records (default:
@@ -159,7 +160,7 @@ class ExecRepoBenchMetric(evaluate.Metric):
         super().add(prediction=predictions[0], reference=references[0], **kwargs)
         self._n_added = getattr(self, "_n_added", 0) + 1
 
-    def _compute(self, predictions, references, k=(1,), num_workers=None, timeout=300.0,
+    def _compute(self, predictions, references, k=(1,), num_workers=None, timeout=None,
                  test_selection="judged", dataset=None, allow_exec=None, allow_weak_sandbox=False,
                  journal=None, use_cache=True, model_name="model", prepare=None, keep_artifacts=False,
                  artifacts_dir=None):

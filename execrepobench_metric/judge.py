@@ -4,8 +4,13 @@ A completion passes only if: the completed file compiles; the sandboxed pytest r
 in-process guard (`guard.py`, `pytest_plugin/_execrepobench_guard*.py`), streamed an intact evidence
 record in which the guard refused nothing the masked file did (beyond what its ground truth does
 too), pytest finished its session, and every judged test was collected and reported passed; pytest's
-junit XML agrees with that record; and the timeout did not fire.  Neither the exit code nor anything
-printed decides a pass.  With `guard="off"` (tests only) the record is pytest's junit XML checked
+junit XML agrees with that record; and neither its time budget nor the timeout ran out.  Neither the
+exit code nor anything printed decides a pass.
+
+Speed without a weaker verdict: the run stops at the first failing test (`fail_fast`: the verdict is
+decided then), the judged tests run in the order verification recorded (the test that caught the null
+fill first: `judged_tests` is ordered by priority), the run's CPU time is bounded by the sample's time
+budget (`budget.py`), and the ground truth of a verified sample is not run again (`known_verdict`).  With `guard="off"` (tests only) the record is pytest's junit XML checked
 against our plugin's files, which the code under test can rewrite.
 """
 from __future__ import annotations
@@ -20,13 +25,14 @@ from pathlib import Path
 
 from execrepobench_dataset.record import Sample
 
+from .budget import out_of_budget, run_limits
 from .environments import find_environment
 from .guard import GUARD_MODES, GuardSetup
 from .guard_verdict import guarded_run
 from .isolation import Isolation
 from .junit import ERROR, FAILED, PASSED, SKIPPED
 from .limits import Limits
-from .pytest_run import PytestInvocation, run_pytest
+from .pytest_run import PytestInvocation, PytestRun, run_pytest
 
 # Reasons, most specific first.  "error" is the harness's fault (missing environment, sandbox
 # failure, any exception while judging), not the model's; it is counted and reported apart.
@@ -63,7 +69,7 @@ class Verdict:
 @dataclass(frozen=True)
 class JudgeConfig:
     isolation: Isolation = Isolation.BWRAP  # decided by isolation.decide_isolation
-    timeout_s: float = 300.0
+    timeout_s: float | None = None  # None: each sample's time budget (budget.py); a number: wall seconds
     selection: str = "judged"  # "judged": the sample's judged tests (suite if it has none); "suite"
     limits: Limits = Limits()
     stderr_cap: int = 2000
@@ -71,6 +77,10 @@ class JudgeConfig:
     # unless the ground truth does it too), "record" (verification: report what the ground truth does),
     # "off" (no guard: only for tests that show an attack is real).
     guard: str = "enforce"
+    fail_fast: bool = True  # stop at the first failing test: the verdict is decided then
+    # The ground truth's verdict is known from verification: a completed file byte-identical to the
+    # original is not run again.  Off where the point is to run it (verification, prepare's gold check).
+    known_verdicts: bool = True
 
     def __post_init__(self) -> None:
         if self.guard not in GUARD_MODES:
@@ -92,13 +102,31 @@ def judged_tests(sample: Sample, selection: str) -> tuple[str, ...]:
     return sample.judged_tests if selection == "judged" else ()
 
 
+def known_verdict(sample: Sample, completed: str, config: JudgeConfig) -> str | None:
+    """The detail of a known verdict, when the completion is the ground truth of a verified sample
+    (it carries a time budget: only verification records one) judged on its own judged tests."""
+    if not (config.known_verdicts and config.selection == "judged" and sample.judged_tests
+            and sample.time_budget_s > 0 and completed == sample.original_code):
+        return None
+    return ("known verdict, not run again: the completed file is byte-identical to the original (the ground "
+            "truth), which passed these judged tests in every verification run")
+
+
 def judge(sample: Sample, completion: str, config: JudgeConfig, evidence: Path | None = None) -> Verdict:
+    return judge_run(sample, completion, config, evidence)[0]
+
+
+def judge_run(sample: Sample, completion: str, config: JudgeConfig,
+              evidence: Path | None = None) -> tuple[Verdict, PytestRun | None]:
+    """The verdict, and the pytest run it was read from (None when nothing ran: a syntax error, a
+    missing environment, a known verdict)."""
     start = time.monotonic()
     completed = sample.prefix_code + completion + sample.suffix_code
     guard_events: tuple[str, ...] = ()  # set once the guarded run is read (late-bound in mk)
-    mk = lambda passed, reason, **kw: Verdict(sample.sample_id, passed, reason,  # noqa: E731
-                                              duration_s=time.monotonic() - start, sandbox=str(config.isolation),
-                                              guard_events=guard_events, **kw)
+    run: PytestRun | None = None
+    mk = lambda passed, reason, **kw: (Verdict(sample.sample_id, passed, reason,  # noqa: E731
+                                               duration_s=time.monotonic() - start, sandbox=str(config.isolation),
+                                               guard_events=guard_events, **kw), run)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -109,16 +137,25 @@ def judge(sample: Sample, completion: str, config: JudgeConfig, evidence: Path |
     if env is None:
         return mk(False, "error", detail=f"environment {sample.env_key} of {sample.repo_name} not found in this cache: "
                                          "make it with `execrepobench prepare --dataset DATASET`")
+    known = known_verdict(sample, completed, config)
+    if known is not None:
+        return mk(True, "passed", detail=known)
     python, root = env.python, env.root
     select = judged_tests(sample, config.selection)
+    wall_s, limits = run_limits(sample.time_budget_s, config.timeout_s, config.limits)
     inv = PytestInvocation.from_test_command(
         sample.test_command, python=python, root=root, select=select,
-        deselect=tuple(t for t in sample.excluded_tests if t not in select), timeout_s=config.timeout_s)
+        deselect=tuple(t for t in sample.excluded_tests if t not in select), timeout_s=wall_s,
+        max_fail=1 if config.fail_fast else 0)
     test_files = tuple(sorted({t.split("::")[0] for t in select}))
     readonly = tuple(p for p in protected_paths(root, inv.test_paths) + test_files if p != sample.file_name)
     guard = None if config.guard == "off" else GuardSetup(config.guard, sample.file_name, sample.guard_allowed)
     run = run_pytest(inv, isolation=config.isolation, replacement=(sample.file_name, completed), readonly=readonly,
-                     limits=config.limits, evidence=evidence, guard=guard)
+                     limits=limits, evidence=evidence, guard=guard, ordered=sample.time_budget_s > 0)
+    if out_of_budget(run.exit_code, config.timeout_s is None and sample.time_budget_s > 0):  # CPU budget spent
+        tail = run.process.stderr_tail[-config.stderr_cap:]
+        return mk(False, "timeout", stderr_tail=tail,
+                  detail=f"used up its time budget of {limits.cpu_seconds} CPU seconds (the sample's time_budget_s)")
     run, decided = guarded_run(run)
     tail = run.process.stderr_tail[-config.stderr_cap:]
     if run.guard is not None:
@@ -136,8 +173,9 @@ def judge(sample: Sample, completion: str, config: JudgeConfig, evidence: Path |
     expected = select or tuple(t for t in run.collected if t not in set(sample.excluded_tests))
     missing = [t for t in expected if run.outcomes.get(t) is None]
     failing = tuple(t for t in expected if run.outcomes.get(t) not in (PASSED, SKIPPED, None))
-    if failing:
-        return mk(False, "failed", failing_tests=failing, stderr_tail=tail)
+    if failing:  # with fail_fast, the first failure ended the run: the tests after it never ran
+        return mk(False, "failed", failing_tests=failing, stderr_tail=tail,
+                  detail="stopped at the first failing test" if config.fail_fast and missing else "")
     if missing or not expected:
         return mk(False, "missing_tests", failing_tests=tuple(missing), stderr_tail=tail,
                   detail=f"{len(missing)} judged test(s) not reported" if expected else "no test ran")

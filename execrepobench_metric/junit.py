@@ -65,6 +65,24 @@ def parse_junit_file(path: Path) -> dict[tuple[str, str], str]:
     return parse_junit_text(text)
 
 
+def parse_junit_durations(path: Path) -> dict[tuple[str, str], float]:
+    """{(classname, name): seconds} from a junit report (a test's entries summed); {} when unreadable.
+    Only for time estimates: outcomes come from `parse_junit_file`."""
+    try:
+        root = ET.fromstring(Path(path).read_text(encoding="utf-8", errors="replace"))
+    except (OSError, ET.ParseError):
+        return {}
+    out: dict[tuple[str, str], float] = {}
+    for case in root.iter("testcase"):
+        key = (case.get("classname", ""), case.get("name", ""))
+        try:
+            seconds = max(0.0, float(case.get("time", "0") or 0))
+        except ValueError:
+            seconds = 0.0
+        out[key] = out.get(key, 0.0) + seconds
+    return out
+
+
 def results_by_nodeid(nodeids, junit: dict[tuple[str, str], str]) -> dict[str, str | None]:
     """Join collected node ids to junit outcomes; None means the test did not report (did not run)."""
     return {nodeid: junit.get(junit_key(nodeid)) for nodeid in nodeids}

@@ -23,21 +23,22 @@ _V2 = Path("/sys/fs/cgroup")
 _PREFIX = "execrepobench-"
 # `sh -c JOIN sh PROCS_FILE ARGV...`: join the cgroup, then become ARGV (same PID).
 _JOIN = 'echo $$ > "$1" && shift && exec "$@"'
+CPU_GRACE_S = 5  # a process that ignores SIGXCPU is killed this many CPU seconds after its soft limit
 
 
 @dataclass(frozen=True)
 class Limits:
     address_space_bytes: int = 4 << 30  # per process
     file_size_bytes: int = 64 << 20  # largest file a run may write (stdout/stderr files included)
-    cpu_seconds: int = 900
+    cpu_seconds: int = 900  # soft limit (SIGXCPU); the hard limit (SIGKILL) is CPU_GRACE_S later
     processes: int = 256  # pids cgroup when available; RLIMIT_NPROC otherwise (ineffective as root)
     open_files: int = 1024
 
     def argv(self) -> list[str]:
         """`prlimit` prefix: the command after it runs (and everything it starts inherits) these rlimits."""
         return ["prlimit", f"--as={self.address_space_bytes}", f"--fsize={self.file_size_bytes}",
-                f"--cpu={self.cpu_seconds}", f"--nproc={self.processes}", f"--nofile={self.open_files}",
-                "--core=0", "--"]
+                f"--cpu={self.cpu_seconds}:{self.cpu_seconds + CPU_GRACE_S}", f"--nproc={self.processes}",
+                f"--nofile={self.open_files}", "--core=0", "--"]
 
 
 class PidsCgroup:

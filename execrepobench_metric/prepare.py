@@ -45,7 +45,7 @@ class EnvironmentsMissing(RuntimeError):
 class PrepareConfig:
     workers: int = 2
     gold_samples: int = 3  # samples per repository whose ground truth / null fill are judged
-    timeout_s: float = 300.0
+    timeout_s: float | None = None  # None: each sample's time budget
     allow_weak_sandbox: bool = False
     progress: bool = True
 
@@ -134,7 +134,8 @@ def prepare_records(records: Sequence[RepoRecord], samples: Sequence[Sample],
                     config: PrepareConfig = PrepareConfig()) -> list[RepoStatus]:
     """Prepare every record, in parallel over repositories; statuses in the records' order."""
     isolation, _ = decide_isolation(config.allow_weak_sandbox)
-    jconf = replace(JudgeConfig(), isolation=isolation, timeout_s=config.timeout_s)
+    # the gold check runs the ground truth: its verdict must come from a run, not from verification
+    jconf = replace(JudgeConfig(), isolation=isolation, timeout_s=config.timeout_s, known_verdicts=False)
     bar = tqdm(total=len(records), desc="prepare", unit="repo", disable=not config.progress)
 
     def work(record: RepoRecord) -> RepoStatus:

@@ -17,7 +17,7 @@ from typing import Mapping
 from .evidence import keep_run_files, write_command
 from .guard import BOOTSTRAP, GuardChannel, GuardEvidence, GuardSetup, precompile
 from .isolation import Isolation
-from .junit import JunitError, junit_key, parse_junit_file, results_by_nodeid
+from .junit import JunitError, junit_key, parse_junit_durations, parse_junit_file, results_by_nodeid
 from .limits import Limits
 from .process import ProcessResult
 from .sandbox import SandboxRun, run_sandboxed
@@ -47,6 +47,7 @@ class PytestInvocation:
     timeout_s: float = 600.0
     coverage_data: Path | None = None  # when set: run under coverage.py, one context per test
     collect_only: bool = False
+    max_fail: int = 0  # stop after this many failing tests (0: run everything); the verdict is decided then
 
     def test_command(self) -> tuple[str, ...]:
         """The command a person would type (recorded in samples), without our bookkeeping flags:
@@ -82,7 +83,7 @@ class PytestInvocation:
                       f"--data-file={self.coverage_data}", f"--include={self.root}/*", "-m", "pytest"]
         argv = [*runner, *BASE_PYTEST_ARGS, *(["--collect-only"] if self.collect_only else []), "-p", PLUGIN_NAME,
                 f"--rootdir={self.root}", f"--junitxml={junit_path}", "-o", "junit_logging=no",
-                *self.pytest_args]
+                *self.pytest_args, *([f"--maxfail={self.max_fail}"] if self.max_fail else [])]
         for nodeid in self.deselect:
             argv += ["--deselect", nodeid]
         return argv + targets
@@ -97,6 +98,7 @@ class PytestRun:
     finished: bool = False  # pytest reached the end of its session (our plugin's second record)
     unmatched: dict[str, str] = field(default_factory=dict)  # junit entries of no collected test (collection errors)
     plugin_outcomes: dict[str, str] = field(default_factory=dict)  # the plugin's independent record
+    durations: dict[str, float] = field(default_factory=dict)  # collected node id -> junit seconds (estimates only)
     guard: GuardEvidence | None = None  # the guard's stream, when the run was guarded
 
     @property
@@ -131,11 +133,12 @@ def clean_env(inv: PytestInvocation, *, home: Path) -> dict[str, str]:
 
 def run_pytest(inv: PytestInvocation, *, isolation: Isolation, replacement: tuple[str, str] | None = None,
                readonly: tuple[str, ...] = (), limits: Limits | None = None,
-               evidence: Path | None = None, guard: GuardSetup | None = None) -> PytestRun:
+               evidence: Path | None = None, guard: GuardSetup | None = None, ordered: bool = False) -> PytestRun:
     """Run pytest for `inv` in a private view of the tree (`sandbox.run_sandboxed`), with
     `replacement` applied.  `evidence`: a folder that receives the command, the junit XML, the
     plugin's records, capped stdout/stderr and timing (kept even when the run raises).  `guard`:
-    run pytest under the in-process guard and return its record too (and keep it in `evidence`)."""
+    run pytest under the in-process guard and return its record too (and keep it in `evidence`).
+    `ordered`: run the selected tests in the selection's order of priority (groups kept together)."""
     with tempfile.TemporaryDirectory(prefix="erb-run-") as tmp:
         out = Path(tmp)
         junit, collect = out / "junit.xml", out / "collected.json"
@@ -146,6 +149,8 @@ def run_pytest(inv: PytestInvocation, *, isolation: Isolation, replacement: tupl
         if inv.select:
             (out / "select.json").write_text(json.dumps(list(inv.select)), encoding="utf-8")
             env["EXECREPOBENCH_SELECT"] = str(out / "select.json")
+            if ordered:  # the selection's order is an order of priority: the plugin runs the tests in it
+                env["EXECREPOBENCH_SELECT_ORDERED"] = "1"
         wanted_coverage = inv.coverage_data
         if wanted_coverage is not None:  # written inside the run's writable folder, kept afterwards
             inv = dataclasses.replace(inv, coverage_data=out / "coverage.sqlite")
@@ -200,5 +205,7 @@ def _read_run(out: Path, junit: Path, collect: Path, proc: ProcessResult, timeou
         error = f"no tests collected (pytest exit code {proc.returncode})"
     matched = {junit_key(t) for t in collected}
     unmatched = {"::".join(k).strip(":"): v for k, v in junit_results.items() if k not in matched}
+    seconds = parse_junit_durations(junit) if junit_results else {}
     return PytestRun(results_by_nodeid(collected, junit_results), collected, proc, error, finished=finished,
-                     plugin_outcomes=dict(done["outcomes"]) if finished else {}, unmatched=unmatched)
+                     plugin_outcomes=dict(done["outcomes"]) if finished else {}, unmatched=unmatched,
+                     durations={t: seconds.get(junit_key(t), 0.0) for t in collected} if seconds else {})

@@ -85,7 +85,8 @@ def _add_evaluate(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", type=Path, required=True, help="results folder (results.jsonl, metrics.json)")
     p.add_argument("--k", type=int, action="append", default=None, help="pass@k (repeatable; default 1)")
     p.add_argument("--workers", type=int, default=None)
-    p.add_argument("--timeout", type=float, default=300.0)
+    p.add_argument("--timeout", type=float, default=None,
+                   help="wall seconds per judged run (default: each sample's time budget, as CPU seconds)")
     p.add_argument("--test-selection", choices=("judged", "suite"), default="judged")
     p.add_argument("--allow-exec", action="store_true", help="run model code (sandboxed); or EXECREPOBENCH_ALLOW_EXEC=1")
     p.add_argument("--allow-weak-sandbox", action="store_true", help="run without bubblewrap (rlimits + timeout only)")
@@ -159,7 +160,8 @@ def _add_run(p: argparse.ArgumentParser) -> None:
     p.add_argument("--n", type=int, default=1, help="completions per sample")
     p.add_argument("--k", type=int, action="append", default=None, help="pass@k (repeatable; default 1)")
     p.add_argument("--workers", type=int, default=None)
-    p.add_argument("--timeout", type=float, default=300.0)
+    p.add_argument("--timeout", type=float, default=None,
+                   help="wall seconds per judged run (default: each sample's time budget, as CPU seconds)")
     p.add_argument("--allow-exec", action="store_true", help="run model code (sandboxed); or EXECREPOBENCH_ALLOW_EXEC=1")
     p.add_argument("--allow-weak-sandbox", action="store_true")
     p.add_argument("--keep-artifacts", action="store_true",

@@ -16,7 +16,8 @@ def add_prepare(p: argparse.ArgumentParser) -> None:
                    help="repositories prepared at once (threads)")
     p.add_argument("--gold-samples", type=int, default=3,
                    help="samples per repository whose ground truth must pass and null fill must fail (default 3)")
-    p.add_argument("--timeout", type=float, default=300.0, help="seconds per judged run of the gold check")
+    p.add_argument("--timeout", type=float, default=None,
+                   help="wall seconds per judged run of the gold check (default: each sample's time budget)")
     p.add_argument("--revision", default=None, help="Hub revision (branch, tag or commit) of a Hub dataset")
     p.add_argument("--allow-weak-sandbox", action="store_true", help="run the gold check without bubblewrap")
     p.add_argument("--report", type=Path, default=None, help="also write the statuses as JSON to this file")

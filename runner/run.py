@@ -44,7 +44,7 @@ class RunConfig:
     n: int = 1
     k: tuple[int, ...] = (1,)
     workers: int | None = None
-    timeout_s: float = 300.0
+    timeout_s: float | None = None  # None: each sample's time budget
     allow_exec: bool | None = None
     allow_weak_sandbox: bool = False
     progress: bool = True

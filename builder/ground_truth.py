@@ -1,0 +1,74 @@
+"""The ground-truth part of verification: every candidate of one masked file at once.
+
+Every ground-truth run of a candidate is the original tree running some of its tests, so the
+candidates of one masked file share their runs: each round runs the union of their judged tests
+once, on the original file, with the metric's own judge (round 1 records what the guard sees the
+file do; the later rounds are judged with exactly those events allowed).  A candidate passes a round
+when the union passed; its run time is derived from the round (the run's fixed part - sandbox,
+interpreter, pytest, collection - plus its own tests' junit times), and its time budget from the
+slowest round.  When a union fails, its candidates are checked one by one (a test that only fails
+next to another one's must not drop a candidate that passes alone).
+"""
+from __future__ import annotations
+
+import traceback
+from dataclasses import dataclass, replace
+from typing import Sequence
+
+from execrepobench_dataset.record import Sample
+from execrepobench_metric.budget import time_budget
+from execrepobench_metric.judge import JudgeConfig, Verdict, judge_run
+from execrepobench_metric.pytest_run import PytestRun
+
+
+@dataclass(frozen=True)
+class GroundTruth:
+    sample: Sample  # with guard_allowed and time_budget_s recorded when it passed
+    passed: bool
+    reason: str  # "passed", "gt_failed" or "harness_error"
+    runs_s: tuple[float, ...] = ()  # this sample's run time in each round (derived)
+    detail: str = ""
+
+
+def estimate_s(run: PytestRun, tests: Sequence[str]) -> float:
+    """Seconds a run of only `tests` takes, from a run of a superset: the run's fixed part (its wall
+    time minus every test's junit time) plus these tests' own times."""
+    fixed = max(0.0, run.process.duration_s - sum(run.durations.values()))
+    return fixed + sum(run.durations.get(t, 0.0) for t in tests)
+
+
+def _judge(sample: Sample, config: JudgeConfig) -> tuple[Verdict, PytestRun | None]:
+    try:
+        return judge_run(sample, sample.middle_code, config)
+    except Exception as exc:  # noqa: BLE001 - a harness error of this group, never a ground-truth failure
+        return Verdict(sample.sample_id, False, "error", detail=f"{type(exc).__name__}: {exc}\n"
+                                                                  f"{traceback.format_exc()[-2000:]}"), None
+
+
+def check_ground_truth(samples: Sequence[Sample], config: JudgeConfig, rounds: int = 3) -> list[GroundTruth]:
+    """The ground truth of `samples` (all of one masked file), `rounds` times; one result per sample."""
+    if not samples:
+        return []
+    config = replace(config, fail_fast=False, known_verdicts=False)  # every union test must report
+    union = tuple(dict.fromkeys(t for s in samples for t in s.judged_tests))
+    carrier = replace(samples[0], judged_tests=union, guard_allowed=(), time_budget_s=0.0)
+    runs: list[PytestRun] = []
+    for number in range(rounds):
+        record = number == 0 and config.guard != "off"
+        verdict, run = _judge(carrier, replace(config, guard="record") if record else config)
+        if verdict.reason == "error":
+            return [GroundTruth(s, False, "harness_error", detail=verdict.detail) for s in samples]
+        if not verdict.passed or run is None:
+            if len(samples) > 1:  # one by one: which of them fails on its own tests?
+                return [g for s in samples for g in check_ground_truth([s], config, rounds)]
+            why = f"{verdict.reason}: {verdict.detail or ', '.join(verdict.failing_tests[:3])}"
+            return [GroundTruth(samples[0], False, "gt_failed", tuple(r.process.duration_s for r in runs), why)]
+        if record:
+            carrier = replace(carrier, guard_allowed=verdict.guard_events)
+        runs.append(run)
+    out = []
+    for s in samples:
+        times = tuple(round(estimate_s(run, s.judged_tests), 3) for run in runs)
+        kept = replace(s, guard_allowed=carrier.guard_allowed, time_budget_s=time_budget(max(times)))
+        out.append(GroundTruth(kept, True, "passed", times))
+    return out
