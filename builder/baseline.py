@@ -16,6 +16,7 @@ from pathlib import Path
 
 from execrepobench_metric.environments import Environment
 from execrepobench_metric.isolation import Isolation
+from execrepobench_metric.judge import protected_paths
 from execrepobench_metric.junit import PASSED, SKIPPED
 from execrepobench_metric.limits import Limits
 from execrepobench_metric.process import run_command
@@ -69,6 +70,12 @@ def invocation(env: Environment, root: Path, spec: RepoSpec, timeout_s: float) -
                             env=dict(spec.env), timeout_s=timeout_s)
 
 
+def as_judged(inv: PytestInvocation) -> tuple[str, ...]:
+    """The paths a judged run keeps read-only (test paths, conftests, pytest configuration): the baseline
+    runs with them read-only too, so a test that writes there fails here and is never judged."""
+    return protected_paths(inv.root, inv.test_paths)
+
+
 def unstable_ids(inv: PytestInvocation, seen: set[str], collections: int, isolation: Isolation,
                  workers: int = 1) -> set[str]:
     """Test ids missing from some collection under other hash seeds (e.g. parametrize over a set
@@ -102,15 +109,15 @@ def classify(per_run: list[dict[str, str | None]]) -> dict[str, str]:
 def run_baseline(repo: str, env: Environment, root: Path, spec: RepoSpec, modules: list[str], *,
                  isolation: Isolation, runs: int = 3, timeout_s: float = 900.0,
                  collections: int = 5, workers: int = 1) -> Baseline:
-    """The suite runs under the same isolation the metric judges in (tests that need the network or
-    write outside the tree fail here and are excluded).  Runs, and then collections, go `workers` at
+    """The suite runs under the same isolation the metric judges in, with the same paths read-only
+    (tests that need the network or write outside the tree or into the tests fail here and are excluded).  Runs, and then collections, go `workers` at
     a time (on a loaded machine more tests look flaky: they are excluded, never judged wrongly)."""
     t0 = time.monotonic()
     import_check = check_imports(repo, env, root, modules) if modules else {}
     timings = {"import_check_s": time.monotonic() - t0}
     inv = invocation(env, root, spec, timeout_s)
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        results = list(pool.map(lambda _: run_pytest(inv, isolation=isolation), range(runs)))
+        results = list(pool.map(lambda _: run_pytest(inv, isolation=isolation, readonly=as_judged(inv)), range(runs)))
     per_run, durations, seconds, fixed = [], [], {}, []
     for i, result in enumerate(results):
         if result.error:

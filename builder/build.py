@@ -38,7 +38,7 @@ from .masking import MaskConfig, MaskResult, candidate_files, sample_masks, spli
 from .mix import MIX_NAME, level_mask, level_quotas, verify_to_quotas
 from .prepare import coverage_map, prepare
 from .records import with_files
-from .selection import CoverageMap, ImportGraph
+from .selection import CoverageMap, ImportGraph, region_lines
 from .sources import SourceError, fetch
 from .testlayout import NoTestsFound
 from .verify import GUARD_RECORDING, VERIFY_SCHEME, verify_report, verify_samples, with_selection
@@ -178,7 +178,20 @@ def verify_repo(samples: list[Sample], wanted: int, baseline: Baseline, cov: Cov
     mixed = verify_to_quotas(select(samples), quotas, verify, batch=max(VERIFY_BATCH, 2 * config.workers),
                              more=(lambda needs, round_: select(more(needs, round_))) if more else None)
     suite_s = statistics.median(baseline.durations_s) if baseline.durations_s else 0.0
-    return mixed.kept, {**verify_report(mixed.outcomes, mixed.kept, len(baseline.passing), suite_s), **mixed.report}
+    return mixed.kept, {**verify_report(mixed.outcomes, mixed.kept, len(baseline.passing), suite_s), **mixed.report,
+                        "outcomes_by_coverage": outcomes_by_coverage(mixed.outcomes, cov)}
+
+
+def outcomes_by_coverage(outcomes: list, cov: CoverageMap) -> dict[str, int]:
+    """Verification outcomes counted by whether a test ran the masked lines ("tested"), only the
+    import did ("import"), or nothing ran them ("unrun"): "tested/kept", "unrun/null_passed", ..."""
+    counts: Counter = Counter()
+    for o in outcomes:
+        s = o.sample
+        tests, at_import, hit = cov.tests_for(s.file_name, *region_lines(s.prefix_code, s.middle_code))
+        kind = "tested" if tests else "import" if at_import else "unrun" if not hit else "other"
+        counts[f"{kind}/{o.reason}"] += 1
+    return dict(sorted(counts.items()))
 
 
 def build_repo(spec: RepoSpec, config: BuildConfig,

@@ -28,6 +28,8 @@ class GroundTruth:
     reason: str  # "passed", "gt_failed" or "harness_error"
     runs_s: tuple[float, ...] = ()  # this sample's run time in each round (derived)
     detail: str = ""
+    shared_runs_s: tuple[float, ...] = ()  # wall seconds of the runs its group made (the cost, shared)
+    group: str = ""  # the group's first sample id (whose runs `shared_runs_s` are)
 
 
 def estimate_s(run: PytestRun, tests: Sequence[str]) -> float:
@@ -45,6 +47,19 @@ def _judge(sample: Sample, config: JudgeConfig) -> tuple[Verdict, PytestRun | No
                                                                   f"{traceback.format_exc()[-2000:]}"), None
 
 
+def _split(samples: Sequence[Sample], failing: set[str], config: JudgeConfig, rounds: int) -> list[GroundTruth]:
+    """Samples that judge none of the failing tests again together, the others one by one (a test that
+    fails only next to another sample's tests must not drop a sample that passes alone); results in
+    the order of `samples`."""
+    clean = [s for s in samples if not failing & set(s.judged_tests)]
+    if not failing or len(clean) in (0, len(samples)):
+        parts = [[s] for s in samples]
+    else:
+        parts = [clean, *([s] for s in samples if failing & set(s.judged_tests))]
+    found = {g.sample.sample_id: g for part in parts for g in check_ground_truth(part, config, rounds)}
+    return [found[s.sample_id] for s in samples]
+
+
 def check_ground_truth(samples: Sequence[Sample], config: JudgeConfig, rounds: int = 3) -> list[GroundTruth]:
     """The ground truth of `samples` (all of one masked file), `rounds` times; one result per sample."""
     if not samples:
@@ -59,16 +74,16 @@ def check_ground_truth(samples: Sequence[Sample], config: JudgeConfig, rounds: i
         if verdict.reason == "error":
             return [GroundTruth(s, False, "harness_error", detail=verdict.detail) for s in samples]
         if not verdict.passed or run is None:
-            if len(samples) > 1:  # one by one: which of them fails on its own tests?
-                return [g for s in samples for g in check_ground_truth([s], config, rounds)]
+            if len(samples) > 1:  # the union failed: split it (samples that ran a failing test go one by one)
+                return _split(samples, set(verdict.failing_tests), config, rounds)
             why = f"{verdict.reason}: {verdict.detail or ', '.join(verdict.failing_tests[:3])}"
             return [GroundTruth(samples[0], False, "gt_failed", tuple(r.process.duration_s for r in runs), why)]
         if record:
             carrier = replace(carrier, guard_allowed=verdict.guard_events)
         runs.append(run)
-    out = []
+    out, shared = [], tuple(round(r.process.duration_s, 3) for r in runs)
     for s in samples:
         times = tuple(round(estimate_s(run, s.judged_tests), 3) for run in runs)
         kept = replace(s, guard_allowed=carrier.guard_allowed, time_budget_s=time_budget(max(times)))
-        out.append(GroundTruth(kept, True, "passed", times))
+        out.append(GroundTruth(kept, True, "passed", times, shared_runs_s=shared, group=samples[0].sample_id))
     return out

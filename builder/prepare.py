@@ -14,7 +14,7 @@ from execrepobench_metric.environments import Environment, ensure_environment
 from execrepobench_metric.isolation import Isolation
 from execrepobench_metric.pytest_run import run_pytest
 
-from .baseline import Baseline, BaselineError, invocation, run_baseline, top_level_modules
+from .baseline import Baseline, BaselineError, as_judged, invocation, run_baseline, top_level_modules
 from .lock import resolve_lock
 from .manifest import RepoSpec
 from .masking import candidate_files
@@ -75,7 +75,7 @@ def coverage_map(prepared: Prepared, data_file: Path, timeout_s: float) -> Cover
     inv = replace(invocation(prepared.env, root, prepared.spec, timeout_s), coverage_data=data_file)
     data_file.parent.mkdir(parents=True, exist_ok=True)
     data_file.unlink(missing_ok=True)
-    result = run_pytest(inv, isolation=prepared.isolation)
+    result = run_pytest(inv, isolation=prepared.isolation, readonly=as_judged(inv))
     if result.error or not data_file.exists():
         tail = (result.process.stdout_tail + result.process.stderr_tail).strip().splitlines()[-3:]
         raise BaselineError(f"{prepared.spec.name}: coverage run failed: {result.error or 'no coverage data'}"

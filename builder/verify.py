@@ -48,6 +48,8 @@ class Outcome:
     reason: str  # "kept" or one of DROP_REASONS
     gt_runs_s: tuple[float, ...] = ()
     detail: str = ""
+    null_s: float = 0.0  # the null fill's run (wall seconds)
+    gt_cost: tuple[str, tuple[float, ...]] = ("", ())  # (group, wall seconds of the ground-truth runs it shared)
 
 
 def precheck(sample: Sample) -> Outcome | None:
@@ -60,18 +62,20 @@ def precheck(sample: Sample) -> Outcome | None:
 
 
 def check_null(sample: Sample, config: JudgeConfig) -> tuple[Sample, Outcome | None]:
-    """(the sample with the tests that failed on its null fill first, None) or (sample, the drop)."""
+    """(the sample with the tests that failed on its null fill first, a `null_failed` outcome: it goes on)
+    or (sample, the drop)."""
     fill = null_fill(sample)
     mode = "off" if config.guard == "off" else "record"
     null = judge_safely(sample, fill, replace(config, guard=mode, timeout_s=None if sample.time_budget_s else
                                               config.timeout_s, fail_fast=True, known_verdicts=False))
     if null.reason == "error":
-        return sample, Outcome(sample, False, "harness_error", detail=null.detail)
+        return sample, Outcome(sample, False, "harness_error", detail=null.detail, null_s=null.duration_s)
     if null.passed:
-        return sample, Outcome(sample, False, "null_passed", detail=f"null fill {fill!r} passed")
+        return sample, Outcome(sample, False, "null_passed", detail=f"null fill {fill!r} passed",
+                               null_s=null.duration_s)
     first = [t for t in null.failing_tests if t in sample.judged_tests]
     order = tuple(dict.fromkeys([*first, *sample.judged_tests]))
-    return replace(sample, judged_tests=order), None
+    return replace(sample, judged_tests=order), Outcome(sample, True, "null_failed", null_s=null.duration_s)
 
 
 def _null_safely(sample: Sample, config: JudgeConfig) -> tuple[Sample, Outcome | None]:
@@ -90,8 +94,9 @@ def _ground_truth_safely(group: list[Sample], config: JudgeConfig, gt_runs: int)
         return [GroundTruth(s, False, "harness_error", detail=why) for s in group]
 
 
-def _outcome(g: GroundTruth) -> Outcome:
-    return Outcome(g.sample, g.passed, "kept" if g.passed else g.reason, g.runs_s, g.detail)
+def _outcome(g: GroundTruth, null_s: float) -> Outcome:
+    return Outcome(g.sample, g.passed, "kept" if g.passed else g.reason, g.runs_s, g.detail, null_s,
+                   (g.group, g.shared_runs_s))
 
 
 def with_selection(samples: list[Sample], cov: CoverageMap, graph: ImportGraph, judgeable: tuple[str, ...],
@@ -129,19 +134,20 @@ def verify_samples(samples: list[Sample], config: JudgeConfig, *, workers: int, 
     with tqdm(total=len(samples), desc=label, unit="sample", disable=not progress, leave=False) as bar, \
             ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
         bar.update(len(found))
-        survivors = []
-        for sample, dropped in pool.map(lambda s: _null_safely(s, config), todo):
-            if dropped is not None:
-                found[sample.sample_id] = dropped
+        survivors, null_s = [], {}
+        for sample, checked in pool.map(lambda s: _null_safely(s, config), todo):
+            if checked.reason != "null_failed":
+                found[sample.sample_id] = checked
                 bar.update(1)
             else:
                 survivors.append(sample)
+                null_s[sample.sample_id] = checked.null_s
         by_file: dict[str, list[Sample]] = {}
         for s in survivors:
             by_file.setdefault(s.file_name, []).append(s)
         for group in pool.map(lambda g: _ground_truth_safely(g, config, gt_runs), by_file.values()):
             for g in group:
-                found[g.sample.sample_id] = _outcome(g)
+                found[g.sample.sample_id] = _outcome(g, null_s[g.sample.sample_id])
                 bar.update(1)
     return [found[s.sample_id] for s in samples]
 
@@ -149,6 +155,7 @@ def verify_samples(samples: list[Sample], config: JudgeConfig, *, workers: int, 
 def verify_report(outcomes: list[Outcome], kept: list[Sample], suite_tests: int, suite_s: float) -> dict:
     """The verification part of a repository's build report."""
     reasons = Counter(o.reason for o in outcomes)
+    shared = {o.gt_cost[0]: o.gt_cost[1] for o in outcomes if o.gt_cost[0]}
     kept_ids = {s.sample_id for s in kept}
     run_times = [statistics.median(o.gt_runs_s) for o in outcomes if o.sample.sample_id in kept_ids and o.gt_runs_s]
     median_run = statistics.median(run_times) if run_times else None
@@ -159,10 +166,19 @@ def verify_report(outcomes: list[Outcome], kept: list[Sample], suite_tests: int,
         "null_passed_share": round(reasons.get("null_passed", 0) / max(1, len(outcomes)), 3),
         "kept": len(kept),
         "selection_rules": dict(sorted(Counter(s.selection_rule for s in kept).items())),
+        # per selection rule: candidates whose null fill ran, and how many of those passed it
+        "null_checked_by_rule": dict(sorted(Counter(o.sample.selection_rule for o in outcomes
+                                                    if o.reason not in ("no_tests", "no_null_fill")).items())),
+        "null_passed_by_rule": dict(sorted(Counter(o.sample.selection_rule for o in outcomes
+                                                   if o.reason == "null_passed").items())),
         "median_judged_tests": statistics.median([len(s.judged_tests) for s in kept]) if kept else 0,
         "suite_tests": suite_tests,
         "median_sample_run_s": round(median_run, 3) if median_run is not None else None,
         "suite_run_s": round(suite_s, 3),
+        # what verification ran: null fills (one run each) and the shared ground-truth runs (wall seconds)
+        "null_runs": sum(o.null_s > 0 for o in outcomes), "null_runs_s": round(sum(o.null_s for o in outcomes), 1),
+        "gt_runs": sum(len(runs) for runs in shared.values()),
+        "gt_runs_s": round(sum(sum(runs) for runs in shared.values()), 1),
         # per kept sample: the median of its ground-truth runs (the statistics' ground-truth run time)
         "kept_gt_run_s": {o.sample.sample_id: round(statistics.median(o.gt_runs_s), 3) for o in outcomes
                           if o.sample.sample_id in kept_ids and o.gt_runs_s},

@@ -1,0 +1,88 @@
+"""The speed levers on the fixture repository, in the real sandbox: time budgets as CPU seconds, fail
+fast in the recorded order, known verdicts, ground truth shared per masked file, null fill first,
+byte-compiled trees that never hide a completion."""
+import time
+from dataclasses import replace
+
+import pytest
+
+from conftest import make_sample
+from execrepobench.builder.ground_truth import check_ground_truth
+from execrepobench.builder.verify import verify_samples
+from execrepobench_metric.environments import find_environment
+from execrepobench_metric.judge import JudgeConfig, judge
+
+pytestmark = pytest.mark.sandbox
+INSIDE, EDGES = "tests/test_mathx.py::test_clamp_inside", "tests/test_mathx.py::test_clamp_edges"
+CONF = JudgeConfig()  # no explicit timeout: each sample's budget
+
+
+@pytest.fixture(scope="module")
+def clamp(built_minirepo):
+    return make_sample(built_minirepo, "minirepo/mathx.py", "return value", judged=(INSIDE, EDGES))
+
+
+def test_a_completion_that_never_ends_stops_at_its_cpu_budget(clamp):
+    budgeted = replace(clamp, time_budget_s=2.0)
+    t0 = time.monotonic()
+    v = judge(budgeted, "while True: pass", CONF)
+    assert (v.passed, v.reason) == (False, "timeout") and "2 CPU seconds" in v.detail, v
+    assert time.monotonic() - t0 < 50  # not the wall-clock backstop (60 s)
+    slow_but_right = judge(budgeted, "sum(range(10 ** 6)); return value", replace(CONF, known_verdicts=False))
+    assert slow_but_right.passed, slow_but_right
+
+
+def test_fail_fast_in_the_recorded_order(built_minirepo):
+    # `if True:` always raises ValueError: both clamp tests fail
+    s = make_sample(built_minirepo, "minirepo/mathx.py", "if low > high:", judged=(EDGES, INSIDE))
+    ordered = replace(s, time_budget_s=30.0)
+    v = judge(ordered, "if True:", CONF)
+    assert (v.passed, v.failing_tests) == (False, (EDGES,)) and "first failing" in v.detail, v
+    v = judge(replace(ordered, judged_tests=(INSIDE, EDGES)), "if True:", CONF)
+    assert v.failing_tests == (INSIDE,)
+    v = judge(ordered, "if True:", replace(CONF, fail_fast=False))
+    assert set(v.failing_tests) == {INSIDE, EDGES}
+
+
+def test_known_verdict_only_for_the_original_bytes(clamp):
+    verified = replace(clamp, time_budget_s=30.0)
+    known = judge(verified, clamp.middle_code, CONF)
+    assert known.passed and known.detail.startswith("known verdict") and known.duration_s < 1
+    ran = judge(verified, clamp.middle_code, replace(CONF, known_verdicts=False))
+    assert ran.passed and not ran.detail
+    reformatted = judge(verified, "return (value)", CONF)  # same AST, other bytes: it runs
+    assert reformatted.passed and not reformatted.detail
+    unverified = judge(clamp, clamp.middle_code, CONF)  # no budget recorded: not a verified sample
+    assert unverified.passed and not unverified.detail
+    assert not judge(verified, "return value + 1", CONF).passed
+
+
+def test_ground_truth_runs_once_per_file_and_splits_a_failing_union(built_minirepo):
+    conf = JudgeConfig(timeout_s=60)
+    a = make_sample(built_minirepo, "minirepo/mathx.py", "return value", judged=(INSIDE,))
+    b = make_sample(built_minirepo, "minirepo/mathx.py", "return low", judged=(EDGES,))
+    bad = make_sample(built_minirepo, "minirepo/mathx.py", "return high", judged=("tests/test_mathx.py::test_nope",))
+    out = check_ground_truth([a, b], conf, rounds=2)
+    assert [g.passed for g in out] == [True, True] and all(len(g.runs_s) == 2 for g in out)
+    assert all(g.sample.time_budget_s >= 8.0 for g in out)
+    out = check_ground_truth([a, bad, b], conf, rounds=2)
+    assert [g.reason for g in out] == ["passed", "gt_failed", "passed"], out
+
+
+def test_null_fill_first_no_ground_truth_run_for_a_null_pass(built_minirepo):
+    conf = JudgeConfig(timeout_s=60)
+    good = make_sample(built_minirepo, "minirepo/mathx.py", "return value", judged=(EDGES, INSIDE))
+    untested = make_sample(built_minirepo, "minirepo/strings.py", 'return text.upper() + "!"',
+                           judged=("tests/test_strings.py::test_slugify",))
+    kept, dropped = verify_samples([good, untested], conf, workers=2, gt_runs=2, progress=False)
+    assert kept.kept and kept.sample.judged_tests[0] == INSIDE  # the test that caught the null fill first
+    assert kept.sample.time_budget_s > 0 and len(kept.gt_runs_s) == 2
+    assert dropped.reason == "null_passed" and dropped.gt_runs_s == ()  # never ran its ground truth
+
+
+def test_the_tree_is_byte_compiled_and_a_completion_still_wins(built_minirepo):
+    env = find_environment(built_minirepo["env_key"])
+    pycs = list((env.root / "minirepo" / "__pycache__").glob("mathx.*.pyc"))
+    assert pycs and int.from_bytes(pycs[0].read_bytes()[4:8], "little") & 0b1  # PEP 552 hash-based
+    s = make_sample(built_minirepo, "minirepo/mathx.py", "return value", judged=(INSIDE,))
+    assert not judge(s, "return value + 1", JudgeConfig(timeout_s=60)).passed
