@@ -1,13 +1,15 @@
-"""The ground-truth part of verification: every candidate of one masked file at once.
+"""The ground-truth part of verification: many candidates at once.
 
-Every ground-truth run of a candidate is the original tree running some of its tests, so the
-candidates of one masked file share their runs: each round runs the union of their judged tests
-once, on the original file, with the metric's own judge (round 1 records what the guard sees the
-file do; the later rounds are judged with exactly those events allowed).  A candidate passes a round
-when the union passed; its run time is derived from the round (the run's fixed part - sandbox,
-interpreter, pytest, collection - plus its own tests' junit times), and its time budget from the
-slowest round.  When a union fails, its candidates are checked one by one (a test that only fails
-next to another one's must not drop a candidate that passes alone).
+Every ground-truth run of a candidate is the original tree running some of its tests, so candidates
+share their runs: each round runs the union of their judged tests once, on the original tree, with the
+metric's own judge.  Round 1 records what the guard sees their masked files do (all of them watched
+at once); when it sees nothing - the usual case - every candidate's `guard_allowed` is empty, exactly
+what a run of its own would have recorded, and the later rounds are judged with nothing allowed.  When
+it sees something, the candidates are checked again per masked file, so each one's allowances are its
+own file's.  A candidate passes a round when the union passed; its run time is derived from the round
+(the run's fixed part - sandbox, interpreter, pytest, collection - plus its own tests' junit times),
+and its time budget from the slowest round.  When a union fails, its candidates are checked apart (a
+test that only fails next to another one's must not drop a candidate that passes alone).
 """
 from __future__ import annotations
 
@@ -39,45 +41,57 @@ def estimate_s(run: PytestRun, tests: Sequence[str]) -> float:
     return fixed + sum(run.durations.get(t, 0.0) for t in tests)
 
 
-def _judge(sample: Sample, config: JudgeConfig) -> tuple[Verdict, PytestRun | None]:
+def _judge(sample: Sample, config: JudgeConfig, also: tuple[str, ...]) -> tuple[Verdict, PytestRun | None]:
     try:
-        return judge_run(sample, sample.middle_code, config)
+        return judge_run(sample, sample.middle_code, config, also_masked=also)
     except Exception as exc:  # noqa: BLE001 - a harness error of this group, never a ground-truth failure
         return Verdict(sample.sample_id, False, "error", detail=f"{type(exc).__name__}: {exc}\n"
                                                                   f"{traceback.format_exc()[-2000:]}"), None
 
 
-def _split(samples: Sequence[Sample], failing: set[str], config: JudgeConfig, rounds: int) -> list[GroundTruth]:
-    """Samples that judge none of the failing tests again together, the others one by one (a test that
-    fails only next to another sample's tests must not drop a sample that passes alone); results in
-    the order of `samples`."""
-    clean = [s for s in samples if not failing & set(s.judged_tests)]
-    if not failing or len(clean) in (0, len(samples)):
-        parts = [[s] for s in samples]
-    else:
-        parts = [clean, *([s] for s in samples if failing & set(s.judged_tests))]
+def _in_order(samples: Sequence[Sample], parts: list[list[Sample]], config: JudgeConfig,
+              rounds: int) -> list[GroundTruth]:
     found = {g.sample.sample_id: g for part in parts for g in check_ground_truth(part, config, rounds)}
     return [found[s.sample_id] for s in samples]
 
 
+def _per_file(samples: Sequence[Sample], config: JudgeConfig, rounds: int) -> list[GroundTruth]:
+    groups: dict[str, list[Sample]] = {}
+    for s in samples:
+        groups.setdefault(s.file_name, []).append(s)
+    return _in_order(samples, list(groups.values()), config, rounds)
+
+
+def _split(samples: Sequence[Sample], failing: set[str], config: JudgeConfig, rounds: int) -> list[GroundTruth]:
+    """Samples that judge none of the failing tests again together, the others one by one."""
+    clean = [s for s in samples if not failing & set(s.judged_tests)]
+    if not failing or len(clean) in (0, len(samples)):
+        return _in_order(samples, [[s] for s in samples], config, rounds)
+    return _in_order(samples, [clean, *([s] for s in samples if failing & set(s.judged_tests))], config, rounds)
+
+
 def check_ground_truth(samples: Sequence[Sample], config: JudgeConfig, rounds: int = 3) -> list[GroundTruth]:
-    """The ground truth of `samples` (all of one masked file), `rounds` times; one result per sample."""
+    """The ground truth of `samples`, `rounds` times, sharing the runs; one result per sample, in order."""
     if not samples:
         return []
     config = replace(config, fail_fast=False, known_verdicts=False)  # every union test must report
+    files = tuple(dict.fromkeys(s.file_name for s in samples))
     union = tuple(dict.fromkeys(t for s in samples for t in s.judged_tests))
     carrier = replace(samples[0], judged_tests=union, guard_allowed=(), time_budget_s=0.0)
+    also = files[1:]
     runs: list[PytestRun] = []
     for number in range(rounds):
         record = number == 0 and config.guard != "off"
-        verdict, run = _judge(carrier, replace(config, guard="record") if record else config)
+        verdict, run = _judge(carrier, replace(config, guard="record") if record else config, also)
         if verdict.reason == "error":
             return [GroundTruth(s, False, "harness_error", detail=verdict.detail) for s in samples]
         if not verdict.passed or run is None:
-            if len(samples) > 1:  # the union failed: split it (samples that ran a failing test go one by one)
+            if len(samples) > 1:
                 return _split(samples, set(verdict.failing_tests), config, rounds)
             why = f"{verdict.reason}: {verdict.detail or ', '.join(verdict.failing_tests[:3])}"
             return [GroundTruth(samples[0], False, "gt_failed", tuple(r.process.duration_s for r in runs), why)]
+        if record and verdict.guard_events and also:  # something was seen: whose? each file on its own
+            return _per_file(samples, config, rounds)
         if record:
             carrier = replace(carrier, guard_allowed=verdict.guard_events)
         runs.append(run)

@@ -9,9 +9,9 @@ In the order that costs least (the verdicts are the same as checking each sample
    runs with the guard recording, not refusing, since what the file may do is learnt in step 3.  A
    null fill that passes drops the sample (`null_passed`) before any ground-truth run; the test that
    caught it moves to the front of `judged_tests` (the judge runs them in that order);
-3. the ground truth of the remaining samples, per masked file: each round runs the union of their
-   judged tests once (`ground_truth.py`), recording `guard_allowed` and each sample's run time, from
-   which its `time_budget_s` comes (`execrepobench_metric/budget.py`).
+3. the ground truth of the remaining samples together: each round runs the union of their judged
+   tests once (`ground_truth.py`), recording `guard_allowed` and each sample's run time, from which its
+   `time_budget_s` comes (`execrepobench_metric/budget.py`).
 
 Null fills: `execrepobench_metric.fills` (the metric's `prepare` checks the same way).  A judgement
 that fails for the harness's reasons (an `error` verdict, any exception) drops the sample as
@@ -89,7 +89,7 @@ def _null_safely(sample: Sample, config: JudgeConfig) -> tuple[Sample, Outcome |
 def _ground_truth_safely(group: list[Sample], config: JudgeConfig, gt_runs: int) -> list[GroundTruth]:
     try:
         return check_ground_truth(group, config, gt_runs)
-    except Exception as exc:  # noqa: BLE001 - one file's candidates never end a repository's verification
+    except Exception as exc:  # noqa: BLE001 - one batch's candidates never end a repository's verification
         why = f"{type(exc).__name__}: {exc}\n{traceback.format_exc()[-2000:]}"
         return [GroundTruth(s, False, "harness_error", detail=why) for s in group]
 
@@ -142,13 +142,9 @@ def verify_samples(samples: list[Sample], config: JudgeConfig, *, workers: int, 
             else:
                 survivors.append(sample)
                 null_s[sample.sample_id] = checked.null_s
-        by_file: dict[str, list[Sample]] = {}
-        for s in survivors:
-            by_file.setdefault(s.file_name, []).append(s)
-        for group in pool.map(lambda g: _ground_truth_safely(g, config, gt_runs), by_file.values()):
-            for g in group:
-                found[g.sample.sample_id] = _outcome(g, null_s[g.sample.sample_id])
-                bar.update(1)
+        for g in _ground_truth_safely(survivors, config, gt_runs):  # one shared run per round
+            found[g.sample.sample_id] = _outcome(g, null_s[g.sample.sample_id])
+            bar.update(1)
     return [found[s.sample_id] for s in samples]
 
 

@@ -34,6 +34,9 @@ class GuardSetup:
     mode: str  # "enforce": completion events fail the run; "record": they are only reported
     masked_file: str  # repo-relative path of the file whose code is judged
     allowed: tuple[str, ...] = ()  # event kinds the ground truth triggers itself (Sample.guard_allowed)
+    # More files whose code counts as the judged code: only for verification's ground-truth runs shared
+    # by the candidates of several files (the original tree; what they do is recorded for all at once).
+    also_masked: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.mode not in ("enforce", "record"):
@@ -155,7 +158,8 @@ class GuardChannel:
         self.key_pipe = os.fdopen(read_end, "rb")  # closed here after the run (or when collected)
         self.key_fd = read_end
         # the masked file is resolved against the working directory (the repository's view) in the run
-        self.settings = {"mode": setup.mode, "masked": setup.masked_file, "allowed": list(setup.allowed),
+        self.settings = {"mode": setup.mode, "masked": setup.masked_file, "also_masked": list(setup.also_masked),
+                         "allowed": list(setup.allowed),
                          "evidence": str(evidence_dir), "stream_fd": self.stream.fileno(), "key_fd": read_end}
 
     @property

@@ -116,10 +116,11 @@ def judge(sample: Sample, completion: str, config: JudgeConfig, evidence: Path |
     return judge_run(sample, completion, config, evidence)[0]
 
 
-def judge_run(sample: Sample, completion: str, config: JudgeConfig,
-              evidence: Path | None = None) -> tuple[Verdict, PytestRun | None]:
+def judge_run(sample: Sample, completion: str, config: JudgeConfig, evidence: Path | None = None, *,
+              also_masked: tuple[str, ...] = ()) -> tuple[Verdict, PytestRun | None]:
     """The verdict, and the pytest run it was read from (None when nothing ran: a syntax error, a
-    missing environment, a known verdict)."""
+    missing environment, a known verdict).  `also_masked`: more files the guard watches as the judged
+    code (verification's ground-truth runs shared by the candidates of several files)."""
     start = time.monotonic()
     completed = sample.prefix_code + completion + sample.suffix_code
     guard_events: tuple[str, ...] = ()  # set once the guarded run is read (late-bound in mk)
@@ -149,7 +150,8 @@ def judge_run(sample: Sample, completion: str, config: JudgeConfig,
         max_fail=1 if config.fail_fast else 0)
     test_files = tuple(sorted({t.split("::")[0] for t in select}))
     readonly = tuple(p for p in protected_paths(root, inv.test_paths) + test_files if p != sample.file_name)
-    guard = None if config.guard == "off" else GuardSetup(config.guard, sample.file_name, sample.guard_allowed)
+    guard = None if config.guard == "off" else GuardSetup(config.guard, sample.file_name, sample.guard_allowed,
+                                                          also_masked)
     run = run_pytest(inv, isolation=config.isolation, replacement=(sample.file_name, completed), readonly=readonly,
                      limits=limits, evidence=evidence, guard=guard, ordered=sample.time_budget_s > 0)
     if out_of_budget(run.exit_code, config.timeout_s is None and sample.time_budget_s > 0):  # CPU budget spent

@@ -57,15 +57,18 @@ def test_known_verdict_only_for_the_original_bytes(clamp):
     assert not judge(verified, "return value + 1", CONF).passed
 
 
-def test_ground_truth_runs_once_per_file_and_splits_a_failing_union(built_minirepo):
+def test_ground_truth_runs_are_shared_and_a_failing_union_split(built_minirepo):
     conf = JudgeConfig(timeout_s=60)
     a = make_sample(built_minirepo, "minirepo/mathx.py", "return value", judged=(INSIDE,))
     b = make_sample(built_minirepo, "minirepo/mathx.py", "return low", judged=(EDGES,))
+    c = make_sample(built_minirepo, "minirepo/strings.py", "return slug[:limit]",
+                    judged=("tests/test_strings.py::test_slugify",))
     bad = make_sample(built_minirepo, "minirepo/mathx.py", "return high", judged=("tests/test_mathx.py::test_nope",))
-    out = check_ground_truth([a, b], conf, rounds=2)
-    assert [g.passed for g in out] == [True, True] and all(len(g.runs_s) == 2 for g in out)
-    assert all(g.sample.time_budget_s >= 8.0 for g in out)
-    out = check_ground_truth([a, bad, b], conf, rounds=2)
+    out = check_ground_truth([a, b, c], conf, rounds=2)
+    assert [g.passed for g in out] == [True, True, True] and all(len(g.runs_s) == 2 for g in out)
+    assert len({g.group for g in out}) == 1 and len(out[0].shared_runs_s) == 2  # 2 runs for 3 samples, 2 files
+    assert all(g.sample.time_budget_s >= 8.0 and g.sample.guard_allowed == () for g in out)
+    out = check_ground_truth([a, bad, c], conf, rounds=2)
     assert [g.reason for g in out] == ["passed", "gt_failed", "passed"], out
 
 

@@ -204,8 +204,10 @@ def main() -> int:
     import _execrepobench_collect as plugin
     import _execrepobench_guard_hook as guard
 
-    masked = {os.path.join(os.getcwd(), settings["masked"])}
-    masked.add(os.path.realpath(next(iter(masked))))
+    masked = set()
+    for name in (settings["masked"], *settings.get("also_masked", ())):
+        path = os.path.join(os.getcwd(), name)
+        masked |= {path, os.path.realpath(path)}
     loaded = {getattr(m, "__file__", None) for m in list(sys.modules.values())}
     cfg = {"mode": settings["mode"], "masked": masked, "allowed": settings["allowed"],
            "masked_in_machinery": bool(masked & loaded), "pluggy_dir": package_dir("pluggy"),
