@@ -25,6 +25,7 @@ from tqdm import tqdm
 from execrepobench_dataset.record import Sample, make_sample_id, read_jsonl, write_jsonl
 from execrepobench_dataset.repo_record import RepoRecord, read_repo_records, write_repo_records
 from execrepobench_dataset.version import __version__
+from execrepobench_metric.executors import Executor, ExecutorConfig, open_executor
 from execrepobench_metric.isolation import Isolation, decide_isolation
 from execrepobench_metric.judge import JudgeConfig
 
@@ -64,6 +65,7 @@ class BuildConfig:
     # fill type -> narrowest selection rule allowed ("coverage" when absent); widen a kind of sample
     # here if benchmarks/bench_selection.py ever finds its selected verdicts disagreeing with the suite.
     selection_floor: Mapping[str, str] = field(default_factory=dict)
+    executor: ExecutorConfig = field(default_factory=ExecutorConfig)  # where verification runs (local, ray)
 
 
 def python_files(root: Path) -> list[str]:
@@ -150,17 +152,19 @@ def read_pool(root: Path) -> dict[str, str]:
 
 
 def verify_repo(samples: list[Sample], wanted: int, baseline: Baseline, cov: CoverageMap, pool: dict[str, str],
-                config: BuildConfig, isolation: Isolation, name: str) -> tuple[list[Sample], dict]:
+                config: BuildConfig, isolation: Isolation, name: str, executor: Executor | None = None,
+                record: RepoRecord | None = None) -> tuple[list[Sample], dict]:
     """Select tests for each candidate, then verify candidates in a fixed, kind-mixed order (by
     content hash) until `wanted` are kept; kept samples return in masking order."""
     selected = with_selection(samples, cov, ImportGraph(pool), baseline.passing, config.selection_floor)
     order = sorted(selected, key=lambda s: s.sample_id)
     jconf = JudgeConfig(isolation=isolation, timeout_s=config.judge_timeout_s)
     outcomes = []
-    batch = max(2, 2 * config.workers)
+    batch = max(2, 2 * (executor.parallelism if executor else config.workers))
     for i in range(0, len(order), batch):
         outcomes += verify_samples(order[i:i + batch], jconf, workers=config.workers, gt_runs=config.gt_runs,
-                                   progress=config.progress, label=f"verify {name}")
+                                   progress=config.progress, label=f"verify {name}", executor=executor,
+                                   record=record)
         if sum(o.kept for o in outcomes) >= wanted:
             break
     kept_ids = {o.sample.sample_id for o in outcomes if o.kept}
@@ -170,8 +174,8 @@ def verify_repo(samples: list[Sample], wanted: int, baseline: Baseline, cov: Cov
     return final, verify_report(outcomes, final, len(baseline.passing), suite_s)
 
 
-def build_repo(spec: RepoSpec, config: BuildConfig,
-               isolation: Isolation) -> tuple[list[Sample], dict, RepoRecord | None]:
+def build_repo(spec: RepoSpec, config: BuildConfig, isolation: Isolation,
+               executor: Executor | None = None) -> tuple[list[Sample], dict, RepoRecord | None]:
     """(verified samples, report entry, repository record) of one repository; the record is None
     unless it is ok.  Never raises for the repository's sake."""
     folder = config.out / "repos" / spec.name
@@ -212,7 +216,8 @@ def build_repo(spec: RepoSpec, config: BuildConfig,
             cov = coverage_map(prepared, folder / "coverage.sqlite", config.baseline_timeout_s)
             timings["coverage_s"] = lap()
             stage = "verification"
-            kept, verified = verify_repo(candidates, wanted, prepared.baseline, cov, pool, config, isolation, spec.name)
+            kept, verified = verify_repo(candidates, wanted, prepared.baseline, cov, pool, config, isolation, spec.name,
+                                         executor, prepared.record)
             parts.update(verified)
             timings["verify_s"] = lap()
         status = "ok" if kept else "empty"
@@ -270,16 +275,18 @@ def build(config: BuildConfig) -> dict:
     samples: list[Sample] = []
     reports, records = [], []
     bar = tqdm(repos, desc="build", unit="repo", disable=not config.progress)
-    for spec in bar:
-        bar.set_postfix_str(spec.name)
-        repo_samples, report, record = build_repo(spec, config, isolation)
-        if report["status"] == "ok":  # a repository that failed or ended empty ships nothing
-            samples += repo_samples
-        reports.append(report)
-        records += [record] if record else []
-        if report["status"] != "ok":
-            where = f" at {report['phase']}" if report.get("phase") else ""
-            tqdm.write(f"[{spec.name}] {report['status']}{where}: {report.get('reason', '')}")
+    with open_executor(config.executor, config.workers) as executor:
+        for spec in bar:
+            bar.set_postfix_str(spec.name)
+            repo_samples, report, record = build_repo(spec, config, isolation, executor)
+            if report["status"] == "ok":  # a repository that failed or ended empty ships nothing
+                samples += repo_samples
+            reports.append(report)
+            records += [record] if record else []
+            if report["status"] != "ok":
+                where = f" at {report['phase']}" if report.get("phase") else ""
+                tqdm.write(f"[{spec.name}] {report['status']}{where}: {report.get('reason', '')}")
+        cluster = executor.report()
     tmp = config.out / "samples.jsonl.tmp"
     write_jsonl(samples, tmp)
     fingerprint = hashlib.sha256(tmp.read_bytes()).hexdigest()
@@ -287,5 +294,6 @@ def build(config: BuildConfig) -> dict:
     write_repo_records(records, config.out / "repositories.jsonl.tmp")
     os.replace(config.out / "repositories.jsonl.tmp", config.out / "repositories.jsonl")
     summary = summarize(reports, config.manifest, fingerprint, isolation_note=note)
+    summary["executor"] = cluster  # where verification ran: samples and environments per node
     write_report(summary, config.out)
     return summary

@@ -6,24 +6,30 @@ Null fills: `execrepobench_metric.fills` (the metric's `prepare` checks the same
 A sample for which no candidate compiles is dropped (`no_null_fill`).  A judgement that fails for
 the harness's reasons (an `error` verdict, any exception) drops the sample as `harness_error`:
 it is never counted as a ground-truth failure, and never kept.
+Samples are verified on an executor (`execrepobench_metric.executors`): local threads, or Ray
+nodes that make the repository's environment from its record first.
 """
 from __future__ import annotations
 
 import statistics
 from collections import Counter
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Mapping
 
 from tqdm import tqdm
 
 from execrepobench_dataset.record import Sample
+from execrepobench_dataset.repo_record import RepoRecord
+from execrepobench_metric.executors import Batch, Executor, split
+from execrepobench_metric.executors.local import LocalExecutor
 from execrepobench_metric.fills import null_fill
 from execrepobench_metric.judge import JudgeConfig, Verdict, judge_safely
 
 from .selection import CoverageMap, ImportGraph, select_tests
 
 DROP_REASONS = ("gt_failed", "null_passed", "no_null_fill", "no_tests", "harness_error")
+VERIFY_BATCH = 2  # samples per executor batch (each is 3 ground-truth runs and a null fill)
 
 
 @dataclass(frozen=True)
@@ -57,7 +63,7 @@ def verify_one(sample: Sample, config: JudgeConfig, gt_runs: int = 3) -> Outcome
     return Outcome(sample, True, "kept", tuple(times))
 
 
-def _verify_safely(sample: Sample, config: JudgeConfig, gt_runs: int) -> Outcome:
+def _verify_safely(sample: Sample, *, config: JudgeConfig, gt_runs: int) -> Outcome:
     try:
         return verify_one(sample, config, gt_runs)
     except Exception as exc:  # noqa: BLE001 - one sample never ends a repository's verification
@@ -77,10 +83,27 @@ def with_selection(samples: list[Sample], cov: CoverageMap, graph: ImportGraph, 
 
 
 def verify_samples(samples: list[Sample], config: JudgeConfig, *, workers: int, gt_runs: int = 3,
-                   progress: bool = True, label: str = "verify") -> list[Outcome]:
-    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        return list(tqdm(pool.map(lambda s: _verify_safely(s, config, gt_runs), samples), total=len(samples),
-                         desc=label, unit="sample", disable=not progress, leave=False))
+                   progress: bool = True, label: str = "verify", executor: Executor | None = None,
+                   record: RepoRecord | None = None) -> list[Outcome]:
+    """Outcomes in the order of `samples`.  On `executor` (default: `workers` local threads); `record`
+    lets a remote node make the repository's environment.  A sample its node could not verify
+    (environment not made there, node lost) is a `harness_error`, never a ground-truth failure."""
+    if not samples:
+        return []
+    executor = executor or LocalExecutor(workers)
+    by_id = {s.sample_id: s for s in samples}
+    shipped = [replace(s, context_code=()) for s in samples]  # the context is not needed to judge
+    batches = [Batch(part[0].repo_name, key, part, record if record and record.env_key == key else None)
+               for key in dict.fromkeys(s.env_key for s in shipped)
+               for part in split([s for s in shipped if s.env_key == key], VERIFY_BATCH, executor.parallelism)]
+    found: dict[str, Outcome] = {}
+    with tqdm(total=len(samples), desc=label, unit="sample", disable=not progress, leave=False) as bar:
+        for done in executor.map(partial(_verify_safely, config=config, gt_runs=gt_runs), batches, config):
+            original = by_id[done.item.sample_id]
+            found[original.sample_id] = (Outcome(original, False, "harness_error", detail=done.error) if done.error
+                                         else replace(done.value, sample=original))
+            bar.update(1)
+    return [found[s.sample_id] for s in samples]
 
 
 def verify_report(outcomes: list[Outcome], kept: list[Sample], suite_tests: int, suite_s: float) -> dict:

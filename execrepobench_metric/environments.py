@@ -105,6 +105,18 @@ def find_environment(env_key: str) -> Environment | None:
     return env
 
 
+def environment_record(env_key: str) -> RepoRecord | None:
+    """The repository record a complete local environment was made from (None: no such environment,
+    or one made before records were kept with it): what a Ray node needs to make the same one."""
+    if find_environment(env_key) is None:
+        return None
+    try:
+        record = RepoRecord.from_dict(json.loads((env_dir(env_key) / "record.json").read_text(encoding="utf-8")))
+    except (OSError, ValueError):
+        return None
+    return record if record.key_matches and record.env_key == env_key else None
+
+
 @contextmanager
 def _locked(key: str):
     """One maker per key across threads and processes (a second one waits, then finds it made)."""
@@ -164,6 +176,7 @@ def _make(record: RepoRecord, root: Path, final: Path) -> Environment:
     run_uv("pip", "install", "--quiet", "--python", python, "--no-deps", "--editable", str(root), repo=name)
     freeze = tuple(run_uv("pip", "freeze", "--python", python, repo=name).splitlines())
     check_freeze(record, freeze)
+    (final / "record.json").write_text(json.dumps(record.to_dict(), sort_keys=True), encoding="utf-8")
     meta = {"schema": ENV_JSON_SCHEMA, "key": record.env_key, "repo_name": name, "repo_source": record.repo_source,
             "python_version": record.python, "python": python, "root": str(root), "freeze": list(freeze)}
     tmp = final / "env.json.tmp"
