@@ -23,7 +23,7 @@ from execrepobench_dataset.repo_record import RepoRecord
 from .engine import EngineConfig, judge_all, require_opt_in
 from .environments import environment_record
 from .evidence import default_root
-from .executors import ExecutorConfig, open_executor
+from .executors import ExecutorConfig, open_executor, require_executor
 from .inputs import SELECTIONS, InputError, check_inputs, check_prediction  # noqa: F401  (SELECTIONS: public here)
 from .judge import REASONS, JudgeConfig
 from .prepare import EnvironmentsMissing, PrepareConfig, ensure_prepared
@@ -113,14 +113,14 @@ def compute(predictions: Sequence[Any], references: Sequence[Any], *, k: Sequenc
     if num_workers is not None:
         config = replace(config, workers=num_workers)
     require_opt_in(config.allow_exec)  # before anything is prepared or run
-    with open_executor(config.executor, config.workers) as running:  # ray without the extra: one clear error
-        records: dict[str, RepoRecord] = {}
-        if running.shares_filesystem:
-            ensure_prepared(samples, str(dataset) if dataset is not None else None, prepare,
-                            PrepareConfig(workers=config.workers, allow_weak_sandbox=allow_weak_sandbox,
-                                          progress=progress))
-        else:  # the nodes make what they lack, from the records
-            records = repository_records(samples, dataset)
+    require_executor(config.executor)  # ray without the extra: one clear error
+    records: dict[str, RepoRecord] = {}
+    if executor == "local":
+        ensure_prepared(samples, str(dataset) if dataset is not None else None, prepare,
+                        PrepareConfig(workers=config.workers, allow_weak_sandbox=allow_weak_sandbox, progress=progress))
+    else:  # the nodes make what they lack, from the records
+        records = repository_records(samples, dataset)
+    with open_executor(config.executor, config.workers) as running:
         verdicts, note = judge_all(samples, completions, config, executor=running, records=records)
         cluster = running.report()
     passed = [[v.passed for v in row] for row in verdicts]

@@ -3,8 +3,9 @@
 `ensure_environment(record)` fetches the record's pinned source into the local cache, makes
 envs_dir()/KEY/venv with `uv venv --python X.Y`, installs the locked requirements exactly
 (`uv pip install --no-deps [--require-hashes] -r lock`), then the project itself (`--no-deps
---editable`), checks `uv pip freeze` against the lock and writes env.json last (its presence marks a
-complete environment).  `find_environment(key)` is the one reader of env.json.  Nothing is
+--editable`), checks `uv pip freeze` against the lock, keeps the record it was made from
+(record.json: `environment_record`, what a Ray node needs to make the same one) and writes env.json
+last (its presence marks a complete environment).  `find_environment(key)` is the one reader of env.json.  Nothing is
 resolved here: a new release of a dependency cannot change a published environment.  env.json is
 local (it holds this machine's paths) and never published.
 """

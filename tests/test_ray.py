@@ -17,6 +17,7 @@ import pytest
 from execrepobench_dataset.record import read_jsonl, write_jsonl
 from execrepobench_dataset.repo_record import environment_key, read_repo_records, write_repo_records
 from execrepobench_metric import api
+from execrepobench_metric.environments import environment_record
 from execrepobench_metric.fills import null_fill
 from execrepobench_metric.layout import CACHE_ENV_VAR
 
@@ -83,6 +84,7 @@ def test_ray_verdicts_equal_local_and_every_node_makes_its_environment(built_min
     assert sum(counts.values()) == 3 * len(samples) and len(counts) == 2, counts  # both nodes judged
     # every node made the environment itself, in its own cache, from the lock (same key, not copied)
     key = built_minirepo["env_key"]
+    assert environment_record(key).env_key == key  # the driver's environment keeps the record it was made from
     for cache in caches.values():
         env = node_environment(cache, key)
         assert env["key"] == key and Path(env["python"]).is_relative_to(cache) and Path(env["root"]).is_relative_to(cache)

@@ -115,11 +115,16 @@ class Executor(ABC):
         self.close()
 
 
+def require_executor(config: ExecutorConfig) -> None:
+    """Raises `ExecutorUnavailable` when the executor cannot run here (checked before any work)."""
+    if config.name == "ray" and importlib.util.find_spec("ray") is None:
+        raise ExecutorUnavailable(f"executor 'ray' needs Ray, which is not installed here: {RAY_EXTRA_HINT}")
+
+
 def open_executor(config: ExecutorConfig, workers: int) -> Executor:
-    """The executor `config` names; `workers`: the local pool's size."""
+    """The executor `config` names (connected, for Ray); `workers`: the local pool's size."""
+    require_executor(config)
     if config.name == "ray":
-        if importlib.util.find_spec("ray") is None:
-            raise ExecutorUnavailable(f"executor 'ray' needs Ray, which is not installed here: {RAY_EXTRA_HINT}")
         from .ray import RayExecutor
 
         return RayExecutor(config)
