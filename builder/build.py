@@ -18,12 +18,13 @@ import traceback
 from collections import Counter
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
-from typing import Mapping
+from typing import Callable, Mapping
 
 from tqdm import tqdm
 
 from execrepobench_dataset.record import Sample, make_sample_id, read_jsonl, write_jsonl
 from execrepobench_dataset.repo_record import RepoRecord, read_repo_records, write_repo_records
+from execrepobench_dataset.stats import compute_statistics
 from execrepobench_dataset.version import __version__
 from execrepobench_metric.executors import Executor, ExecutorConfig, open_executor
 from execrepobench_metric.isolation import Isolation, decide_isolation
@@ -34,7 +35,9 @@ from .context import RepoContextIndex
 from .lock import EnvError
 from .manifest import Manifest, RepoSpec
 from .masking import MaskConfig, MaskResult, candidate_files, sample_masks, split
+from .mix import MIX_NAME, level_mask, level_quotas, verify_to_quotas
 from .prepare import coverage_map, prepare
+from .records import with_files
 from .selection import CoverageMap, ImportGraph
 from .sources import SourceError, fetch
 from .testlayout import NoTestsFound
@@ -84,7 +87,7 @@ def _inputs_hash(spec: RepoSpec, config: BuildConfig, mask: MaskConfig, isolatio
     data = {"spec": asdict(spec), "seed": config.manifest.seed, "mask": mask_fields, "isolation": str(isolation),
             "baseline_runs": config.baseline_runs, "builder": __version__,
             "oversample": config.oversample, "gt_runs": config.gt_runs,
-            "selection_floor": dict(config.selection_floor)}
+            "selection_floor": dict(config.selection_floor), "mix": MIX_NAME}
     encode = lambda o: dict(o) if isinstance(o, Mapping) else str(o)  # noqa: E731
     return hashlib.sha256(json.dumps(data, sort_keys=True, default=encode).encode()).hexdigest()[:20]
 
@@ -128,11 +131,12 @@ def make_samples(name: str, pinned: str, root: Path, env_key: str, seed: int, ma
     for m in result.masks:
         prefix, middle, suffix = split(raw[m.file_name], m)
         fill = m.fill_type
+        paths, scores = index.ranked_paths(m.file_name, prefix, suffix)  # by reference: code is in the record
         samples.append(Sample(
             sample_id=make_sample_id(pinned, m.file_name, prefix, middle, suffix, fill),
             repo_name=name, repo_source=pinned, file_name=m.file_name,
             prefix_code=prefix, middle_code=middle, suffix_code=suffix,
-            context_code=tuple(index.rank(m.file_name, prefix, suffix)),
+            context_code=(), context_paths=paths, context_scores=scores,
             fill_type=fill, node_type=m.node_type,
             middle_start_byte=m.start_byte, middle_end_byte=m.end_byte,
             env_key=env_key, seed=seed, builder_version=__version__,
@@ -152,26 +156,30 @@ def read_pool(root: Path) -> dict[str, str]:
 
 
 def verify_repo(samples: list[Sample], wanted: int, baseline: Baseline, cov: CoverageMap, pool: dict[str, str],
-                config: BuildConfig, isolation: Isolation, name: str, executor: Executor | None = None,
+                config: BuildConfig, isolation: Isolation, name: str,
+                more: Callable[[dict[str, int], int], list[Sample]] | None = None, executor: Executor | None = None,
                 record: RepoRecord | None = None) -> tuple[list[Sample], dict]:
-    """Select tests for each candidate, then verify candidates in a fixed, kind-mixed order (by
-    content hash) until `wanted` are kept; kept samples return in masking order."""
-    selected = with_selection(samples, cov, ImportGraph(pool), baseline.passing, config.selection_floor)
-    order = sorted(selected, key=lambda s: s.sample_id)
+    """Select tests for each candidate, then verify candidates level by level until the repository's
+    per-level quotas (the paper's mix, builder/mix.py) are kept; `more(needs, round)` masks extra
+    candidates for a level that runs out.  Kept samples return in candidate order.  Verification runs
+    on `executor` (default: local threads); `record` lets its remote nodes make the environment."""
+    graph = ImportGraph(pool)
+
+    def select(candidates: list[Sample]) -> list[Sample]:
+        return with_selection(candidates, cov, graph, baseline.passing, config.selection_floor)
+
     jconf = JudgeConfig(isolation=isolation, timeout_s=config.judge_timeout_s)
-    outcomes = []
-    batch = max(2, 2 * (executor.parallelism if executor else config.workers))
-    for i in range(0, len(order), batch):
-        outcomes += verify_samples(order[i:i + batch], jconf, workers=config.workers, gt_runs=config.gt_runs,
-                                   progress=config.progress, label=f"verify {name}", executor=executor,
-                                   record=record)
-        if sum(o.kept for o in outcomes) >= wanted:
-            break
-    kept_ids = {o.sample.sample_id for o in outcomes if o.kept}
-    kept_ids = set(sorted(kept_ids)[:wanted]) if len(kept_ids) > wanted else kept_ids
-    final = [s for s in selected if s.sample_id in kept_ids]
+
+    def verify(batch: list[Sample]) -> list:
+        return verify_samples(batch, jconf, workers=config.workers, gt_runs=config.gt_runs,
+                              progress=config.progress, label=f"verify {name}", executor=executor, record=record)
+
+    quotas = level_quotas(wanted, f"{config.manifest.seed}:{name}")
+    parallel = executor.parallelism if executor else config.workers
+    mixed = verify_to_quotas(select(samples), quotas, verify, batch=max(2, 2 * parallel),
+                             more=(lambda needs, round_: select(more(needs, round_))) if more else None)
     suite_s = statistics.median(baseline.durations_s) if baseline.durations_s else 0.0
-    return final, verify_report(outcomes, final, len(baseline.passing), suite_s)
+    return mixed.kept, {**verify_report(mixed.outcomes, mixed.kept, len(baseline.passing), suite_s), **mixed.report}
 
 
 def build_repo(spec: RepoSpec, config: BuildConfig, isolation: Isolation,
@@ -204,11 +212,20 @@ def build_repo(spec: RepoSpec, config: BuildConfig, isolation: Isolation,
         timings.update(prepared.timings)
         stage = "masking"
         pool = read_pool(fetched.root)
+        record = with_files(record, pool)  # the context pool, stored once per repository
         wanted = mask.samples_per_repo
-        candidates, masking = make_samples(
-            spec.name, fetched.pinned, fetched.root, prepared.env.key, config.manifest.seed,
-            replace(mask, samples_per_repo=wanted * config.oversample), prepared.baseline,
-            tuple(spec.exclude_tests), pool, prepared.spec.test_paths)
+        masking_config = replace(mask, samples_per_repo=wanted * config.oversample)
+
+        def candidates_of(mask_config: MaskConfig) -> tuple[list[Sample], dict]:
+            return make_samples(spec.name, fetched.pinned, fetched.root, prepared.env.key, config.manifest.seed,
+                                mask_config, prepared.baseline, tuple(spec.exclude_tests), pool,
+                                prepared.spec.test_paths)
+
+        def more(needs: dict[str, int], round_: int) -> list[Sample]:  # extra candidates of short levels
+            return [s for level, n in needs.items()
+                    for s in candidates_of(level_mask(masking_config, level, max(12, 6 * n) * (round_ + 1)))[0]]
+
+        candidates, masking = candidates_of(masking_config)
         parts.update(masking)
         timings["samples_s"] = lap()
         if candidates:
@@ -216,8 +233,8 @@ def build_repo(spec: RepoSpec, config: BuildConfig, isolation: Isolation,
             cov = coverage_map(prepared, folder / "coverage.sqlite", config.baseline_timeout_s)
             timings["coverage_s"] = lap()
             stage = "verification"
-            kept, verified = verify_repo(candidates, wanted, prepared.baseline, cov, pool, config, isolation, spec.name,
-                                         executor, prepared.record)
+            kept, verified = verify_repo(candidates, wanted, prepared.baseline, cov, pool, config, isolation,
+                                         spec.name, more, executor, prepared.record)
             parts.update(verified)
             timings["verify_s"] = lap()
         status = "ok" if kept else "empty"
@@ -295,5 +312,5 @@ def build(config: BuildConfig) -> dict:
     os.replace(config.out / "repositories.jsonl.tmp", config.out / "repositories.jsonl")
     summary = summarize(reports, config.manifest, fingerprint, isolation_note=note)
     summary["executor"] = cluster  # where verification ran: samples and environments per node
-    write_report(summary, config.out)
+    write_report(summary, config.out, compute_statistics(samples, records, summary))
     return summary

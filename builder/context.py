@@ -35,6 +35,7 @@ from execrepobench_dataset.record import ContextFile
 
 K1 = 1.5
 B = 0.75
+SCORE_DIGITS = 6  # decimals of a stored context score
 _WORD = re.compile(r"\w+")
 _PART = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z\d]+|[A-Z\d]+|[^\W_]+")
 _PARSER: tree_sitter.Parser | None = None
@@ -176,6 +177,13 @@ class RepoContextIndex:
         self._cache_size = max(1, cache_size)
         self.stats = {"files_tokenized": len(self.paths), "bm25_built": 0, "bm25_cache_hits": 0, "queries": 0}
 
+    def limit_cache(self, size: int) -> None:
+        """Keep at most `size` BM25 indexes (each is a copy of the corpus statistics; a few suffice when the
+        queries come grouped by file)."""
+        self._cache_size = max(1, size)
+        while len(self._cache) > self._cache_size:
+            self._cache.popitem(last=False)
+
     def _bm25(self, file_name: str) -> tuple[list[str], BM25Okapi | None]:
         if file_name in self._cache:
             self._cache.move_to_end(file_name)
@@ -219,3 +227,9 @@ class RepoContextIndex:
     def rank(self, file_name: str, prefix: str, suffix: str) -> list[ContextFile]:
         """Every file except `file_name` as ContextFile(path, code), most relevant first."""
         return [ContextFile(p, self.files[p]) for p, _, _ in self.scores(file_name, prefix, suffix)]
+
+    def ranked_paths(self, file_name: str, prefix: str, suffix: str) -> tuple[tuple[str, ...], tuple[float, ...]]:
+        """(paths, scores) of every file except `file_name`, most relevant first: the context by reference.
+        A score is import_score + bm25_norm, rounded to SCORE_DIGITS decimals (stable bytes)."""
+        rows = self.scores(file_name, prefix, suffix)
+        return tuple(p for p, _, _ in rows), tuple(round(i + b, SCORE_DIGITS) for _, i, b in rows)

@@ -8,42 +8,27 @@ is executed: no environments, no baseline, no verification.
 Decontamination against a built benchmark (its samples.jsonl): a repository whose normalised name
 (lower case, runs of ``-_.`` equal) or pinned source / source hash matches a benchmark sample is
 refused; a record whose middle (stripped) equals a benchmark ``middle_code`` (stripped) is dropped.
-Records stream from a generator into OUT/instruct.jsonl (temp file + rename) and
-OUT/parquet/train-XXXXX.parquet (ParquetWriter, ``shard_rows`` rows per shard): memory stays bounded.
+Building the corpus (per repository, resumable; streaming, bounded memory) is `instruct_build.py`.
 """
 from __future__ import annotations
 
-import json
-import os
 import re
-import shutil
-import time
-from collections import Counter
-from dataclasses import replace
 from pathlib import Path
 from typing import Iterator, Optional
 
-from tqdm import tqdm
-
-from execrepobench_dataset.instruct_record import SYSTEM_PROMPT, InstructRecord, Message, instruct_features
+from execrepobench_dataset.instruct_record import SYSTEM_PROMPT, InstructRecord, Message
 from execrepobench_dataset.record import ContextFile, make_sample_id, read_jsonl
 from execrepobench_dataset.version import __version__
 
-from .build import MaskedRepo, error_entry, mask_repository
-from .manifest import Manifest, RepoSpec
+from .build import MaskedRepo, mask_repository
+from .manifest import RepoSpec
 from .masking import MaskConfig, split
-from .sources import FetchedSource, SourceError, fetch
+from .sources import FetchedSource
 
 # The user message, as data.  Layout (``<...>`` are the placeholders):
 CONTEXT_HEADER = "##Context Code##:\n"
 CONTEXT_FILE = "##File: {path}##\n{code}\n"
 PREFIX_SUFFIX = "##Prefix Code##:\n{prefix}\n##Suffix Code##:\n{suffix}\n##Middle Code##:\n"
-
-JSONL_NAME = "instruct.jsonl"
-REPORT_NAME = "instruct_report.json"
-PARQUET_DIR = "parquet"
-SHARD_NAME = "train-{index:05d}.parquet"
-_WRITE_BATCH = 256  # rows per parquet row group (at most shard_rows)
 
 
 def _fit_prefix_suffix(prefix: str, suffix: str, budget: int) -> tuple[str, str]:
@@ -99,11 +84,14 @@ def render_user(context: list[ContextFile], prefix: str, suffix: str, budget_cha
 
 def instruct_records(spec: RepoSpec, fetched: FetchedSource, seed: int, mask: MaskConfig, budget_chars: int,
                      masked: Optional[MaskedRepo] = None) -> Iterator[InstructRecord]:
-    """Mask the repository like the benchmark does (or take `masked`, already done) and yield one
-    chat record per mask (mask order)."""
+    """Mask the repository like the benchmark does (or take `masked`, already done) and yield one chat record
+    per mask, grouped by masked file (mask order within a file): each file's BM25 index (the corpus without
+    it) is built once and only a few are kept, so memory stays that of one repository's files (a BM25 index
+    of a 2,800-file repository is ~15 MiB)."""
     masked = masked or mask_repository(spec.name, fetched.root, seed, mask)
     raw, result, index = masked.raw, masked.result, masked.index
-    for m in result.masks:
+    index.limit_cache(2)
+    for m in sorted(result.masks, key=lambda m: m.file_name):  # stable: mask order within a file
         prefix, middle, suffix = split(raw[m.file_name], m)
         context = index.rank(m.file_name, prefix, suffix)
         yield InstructRecord(
@@ -159,133 +147,17 @@ class Benchmark:
         return None
 
     def source_clash(self, fetched: FetchedSource) -> Optional[str]:
-        if fetched.pinned in self.sources:
-            return f"pinned source {fetched.pinned} is in the benchmark ({self.path})"
-        if fetched.source_hash.lower() in self.hashes:
-            return f"source hash {fetched.source_hash} is in the benchmark ({self.path})"
+        return self.source_clash_of(fetched.pinned, fetched.source_hash)
+
+    def source_clash_of(self, pinned: str, source_hash: str) -> Optional[str]:
+        if pinned in self.sources:
+            return f"pinned source {pinned} is in the benchmark ({self.path})"
+        if source_hash and source_hash.lower() in self.hashes:
+            return f"source hash {source_hash} is in the benchmark ({self.path})"
         return None
 
     def contaminated(self, record: InstructRecord) -> bool:
-        return record.middle.strip() in self.middles
+        return self.contaminated_middle(record.middle)
 
-
-class _ShardWriter:
-    """Parquet shards of `shard_rows` rows, written incrementally (one row group per batch)."""
-
-    def __init__(self, folder: Path, shard_rows: int) -> None:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-
-        self._pa, self._pq, self.schema = pa, pq, instruct_features().arrow_schema
-        self.folder, self.shard_rows, self.batch_rows = folder, shard_rows, max(1, min(shard_rows, _WRITE_BATCH))
-        self.paths: list[Path] = []
-        self._writer, self._in_shard, self._batch = None, 0, []
-
-    def add(self, record: InstructRecord) -> None:
-        self._batch.append(record.to_dict())
-        if len(self._batch) >= self.batch_rows or self._in_shard + len(self._batch) >= self.shard_rows:
-            self._flush()
-
-    def _flush(self) -> None:
-        if not self._batch and self.paths:
-            return
-        if self._writer is None:
-            self.paths.append(self.folder / SHARD_NAME.format(index=len(self.paths)))
-            self._writer = self._pq.ParquetWriter(str(self.paths[-1]), self.schema)
-        self._writer.write_table(self._pa.Table.from_pylist(self._batch, schema=self.schema))
-        self._in_shard, self._batch = self._in_shard + len(self._batch), []
-        if self._in_shard >= self.shard_rows:
-            self._writer.close()
-            self._writer, self._in_shard = None, 0
-
-    def close(self) -> list[Path]:
-        if self._batch or not self.paths:  # an empty corpus still gets one (empty) shard
-            self._flush()
-        if self._writer is not None:
-            self._writer.close()
-        self._writer = None
-        return self.paths
-
-
-def build_instruct(manifest: Manifest, out: Path, *, benchmark_samples: Optional[Path], budget_chars: int = 16000,
-                   shard_rows: int = 1000, progress: bool = True, mask: Optional[MaskConfig] = None) -> dict:
-    """Build Repo-Instruct for every repo of `manifest`; write OUT/instruct.jsonl, OUT/parquet/ and
-    OUT/instruct_report.json; return the report.  Deterministic for the manifest's seed."""
-    if shard_rows < 1:
-        raise ValueError(f"shard_rows must be >= 1, got {shard_rows}")
-    if budget_chars < 0:
-        raise ValueError(f"budget_chars must be >= 0, got {budget_chars}")
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)  # written into temp names, renamed when complete
-    bench = Benchmark(Path(benchmark_samples) if benchmark_samples is not None else None)
-    base_mask = mask or MaskConfig()
-    jsonl_tmp, shard_tmp = out / (JSONL_NAME + ".tmp"), out / (PARQUET_DIR + ".tmp")
-    shutil.rmtree(shard_tmp, ignore_errors=True)
-    shard_tmp.mkdir()
-    shards = _ShardWriter(shard_tmp, shard_rows)
-    repos: list[dict] = []
-    bar = tqdm(manifest.repos, desc="instruct", unit="repo", disable=not progress)
-    rbar = tqdm(desc="records", unit="rec", disable=not progress)
-    with open(jsonl_tmp, "w", encoding="utf-8") as jsonl:
-        for spec in bar:
-            bar.set_postfix_str(spec.name)
-            rep: dict = {"repo": spec.name, "source": spec.source, "status": "error", "records": 0,
-                         "per_fill_type": {}, "dropped_contaminated": 0}
-            t0 = time.monotonic()
-            fills: Counter = Counter()
-            try:
-                reason = bench.name_clash(spec)
-                fetched = None if reason else fetch(spec)
-                if fetched is not None:
-                    rep["pinned"] = fetched.pinned
-                    reason = bench.source_clash(fetched)
-                if reason:
-                    rep.update(status="refused", reason=reason)
-                else:
-                    repo_mask = replace(base_mask, samples_per_repo=manifest.samples_for(spec))
-                    masked = mask_repository(spec.name, fetched.root, manifest.seed, repo_mask)
-                    rep.update(masked.stats())
-                    for rec in instruct_records(spec, fetched, manifest.seed, repo_mask, budget_chars, masked):
-                        if bench.contaminated(rec):
-                            rep["dropped_contaminated"] += 1
-                            continue
-                        jsonl.write(json.dumps(rec.to_dict(), sort_keys=True, ensure_ascii=False) + "\n")
-                        shards.add(rec)
-                        fills[rec.fill_type] += 1
-                        rep["records"] += 1
-                        rbar.update(1)
-                    rep["status"] = "ok" if rep["records"] else "empty"
-            except Exception as exc:  # noqa: BLE001 - a repo's failure never ends the build
-                # (records it already streamed stay, and are counted in its entry)
-                rep.update(status="error", **error_entry(exc, expected=(SourceError,)))
-            rep.update(per_fill_type=dict(sorted(fills.items())), time_s=round(time.monotonic() - t0, 2))
-            repos.append(rep)
-            if rep["status"] in ("error", "refused"):
-                tqdm.write(f"[{spec.name}] {rep['status']}: {rep.get('reason', '')}")
-    rbar.close()
-    paths = shards.close()
-    os.replace(jsonl_tmp, out / JSONL_NAME)
-    shutil.rmtree(out / PARQUET_DIR, ignore_errors=True)
-    os.replace(shard_tmp, out / PARQUET_DIR)
-    per_fill: Counter = Counter()
-    for r in repos:
-        per_fill.update(r["per_fill_type"])
-    report = {
-        "builder_version": __version__, "seed": manifest.seed, "budget_chars": budget_chars,
-        "shard_rows": shard_rows, "manifest": str(manifest.path) if manifest.path else None,
-        "benchmark": {"samples": str(bench.path) if bench.path else None, "sample_count": bench.samples,
-                      "repo_names": sorted(bench.names), "middles": len(bench.middles)},
-        "repos": repos,
-        "refused_repos": [{"repo": r["repo"], "reason": r["reason"]} for r in repos if r["status"] == "refused"],
-        "totals": {"repos": len(repos), "ok": sum(r["status"] == "ok" for r in repos),
-                   "refused_repos": sum(r["status"] == "refused" for r in repos),
-                   "errors": sum(r["status"] == "error" for r in repos),
-                   "records": sum(r["records"] for r in repos),
-                   "dropped_contaminated": sum(r["dropped_contaminated"] for r in repos),
-                   "per_fill_type": dict(sorted(per_fill.items())), "shards": len(paths)},
-        "outputs": {"jsonl": JSONL_NAME, "parquet": [f"{PARQUET_DIR}/{p.name}" for p in paths]},
-    }
-    tmp = out / (REPORT_NAME + ".tmp")
-    tmp.write_text(json.dumps(report, indent=1, sort_keys=True), encoding="utf-8")
-    os.replace(tmp, out / REPORT_NAME)
-    return report
+    def contaminated_middle(self, middle: str) -> bool:
+        return middle.strip() in self.middles

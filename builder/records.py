@@ -11,6 +11,7 @@ import json
 import tomllib
 from pathlib import Path
 
+from execrepobench_dataset.record import ContextFile
 from execrepobench_dataset.repo_record import RepoRecord, environment_key
 
 from .manifest import RepoSpec, parse_source
@@ -97,3 +98,8 @@ def draft_record(spec: RepoSpec, fetched: FetchedSource, python: str, lock: tupl
 def final_record(draft: RepoRecord, test_command: tuple[str, ...], excluded: tuple[str, ...]) -> RepoRecord:
     return dataclasses.replace(draft, test_command=tuple(test_command),
                                excluded_tests=tuple(sorted(set(excluded) | set(draft.excluded_tests))))
+
+
+def with_files(record: RepoRecord, pool: dict[str, str]) -> RepoRecord:
+    """The record with the repository's context pool (path -> code) as its `files`, sorted by path."""
+    return dataclasses.replace(record, files=tuple(ContextFile(p, pool[p]) for p in sorted(pool)))

@@ -6,10 +6,14 @@ import os
 from collections import Counter
 from pathlib import Path
 
+from execrepobench_dataset import figures
 from execrepobench_dataset.record import FILL_TYPES
+from execrepobench_dataset.stats import Statistics, level_counts, mix_rows, mix_within_tolerance
 from execrepobench_dataset.version import __version__
 
 from .manifest import Manifest
+
+CHARTS_DIR = "charts"
 
 
 def summarize(reports: list[dict], manifest: Manifest, fingerprint: str, isolation_note: str = "") -> dict:
@@ -17,12 +21,14 @@ def summarize(reports: list[dict], manifest: Manifest, fingerprint: str, isolati
     dropped: Counter = Counter()
     verify: Counter = Counter()
     rules: Counter = Counter()
+    short: Counter = Counter()
     for r in reports:
         per_fill.update(r.get("per_fill_type", {}))
         dropped.update(r.get("dropped", {}))
         verify.update(r.get("dropped_verify", {}))
         verify["verify_candidates"] += r.get("verify_candidates", 0)
         rules.update(r.get("selection_rules", {}))
+        short.update(r.get("short_levels", {}))
     return {
         "builder_version": __version__,
         "manifest": manifest.path.name if manifest.path else "<inline manifest>",  # a name, never a path
@@ -44,6 +50,9 @@ def summarize(reports: list[dict], manifest: Manifest, fingerprint: str, isolati
             "verify_candidates": verify.pop("verify_candidates", 0),
             "dropped_verify": dict(sorted(verify.items())),
             "selection_rules": dict(sorted(rules.items())),
+            "per_level": level_counts({f: per_fill.get(f, 0) for f in FILL_TYPES}),
+            "mix_within_tolerance": mix_within_tolerance({f: per_fill.get(f, 0) for f in FILL_TYPES}),
+            "short_levels": dict(sorted(short.items())),
         },
         "repos": reports,
     }
@@ -70,6 +79,12 @@ def markdown(summary: dict) -> str:
     t = summary["totals"]
     lines += ["", f"**{t['samples']} samples** from {t['repos_ok']}/{t['repos']} repositories; "
               f"{t['candidates']} candidates, dropped by filter: {t['dropped']}"]
+    if t["samples"]:
+        lines += ["", "Mix per level, this build (paper): " + ", ".join(
+            f"{row[0]} {row[2]}% ({row[4]}%)" for row in mix_rows(t["per_fill_type"]))
+            + (" - within" if t.get("mix_within_tolerance") else " - NOT within") + " 5 percentage points"]
+    if t.get("short_levels"):
+        lines += ["", f"Levels kept short of their quota (their slots went to other levels): {t['short_levels']}"]
     if t.get("repos_error"):
         lines += ["", f"**{t['repos_error']} repositories failed** (harness errors, by phase: {t['errors_by_phase']}); "
                   "they contribute no sample. Their entries in build_report.json hold the reason and traceback."]
@@ -106,9 +121,15 @@ def markdown(summary: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_report(summary: dict, out: Path) -> None:
+def write_report(summary: dict, out: Path, stats: Statistics | None = None) -> None:
+    """build_report.json and build_report.md; with `stats`, the Markdown ends with the statistics (the mix
+    next to the paper's, distributions, drops) and their charts, written to OUT/charts/."""
+    text = markdown(summary)
+    if stats is not None:
+        charts = figures.write_charts(stats, out / CHARTS_DIR)
+        text += "\n" + "\n".join(figures.markdown(stats, charts, CHARTS_DIR))
     for name, text in (("build_report.json", json.dumps(summary, indent=1, sort_keys=True)),
-                       ("build_report.md", markdown(summary))):
+                       ("build_report.md", text)):
         tmp = out / (name + ".tmp")
         tmp.write_text(text, encoding="utf-8")
         os.replace(tmp, out / name)

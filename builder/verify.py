@@ -99,9 +99,10 @@ def verify_samples(samples: list[Sample], config: JudgeConfig, *, workers: int, 
     found: dict[str, Outcome] = {}
     with tqdm(total=len(samples), desc=label, unit="sample", disable=not progress, leave=False) as bar:
         for done in executor.map(partial(_verify_safely, config=config, gt_runs=gt_runs), batches, config):
-            original = by_id[done.item.sample_id]
+            original = by_id[done.item.sample_id]  # what verification recorded stays; the context comes back
             found[original.sample_id] = (Outcome(original, False, "harness_error", detail=done.error) if done.error
-                                         else replace(done.value, sample=original))
+                                         else replace(done.value, sample=replace(
+                                             done.value.sample, context_code=original.context_code)))
             bar.update(1)
     return [found[s.sample_id] for s in samples]
 
@@ -123,6 +124,9 @@ def verify_report(outcomes: list[Outcome], kept: list[Sample], suite_tests: int,
         "suite_tests": suite_tests,
         "median_sample_run_s": round(median_run, 3) if median_run is not None else None,
         "suite_run_s": round(suite_s, 3),
+        # per kept sample: the median of its ground-truth runs (the statistics' ground-truth run time)
+        "kept_gt_run_s": {o.sample.sample_id: round(statistics.median(o.gt_runs_s), 3) for o in outcomes
+                          if o.sample.sample_id in kept_ids and o.gt_runs_s},
         "dropped_examples": [{"sample_id": o.sample.sample_id, "file": o.sample.file_name, "reason": o.reason,
                               "detail": o.detail[:200]} for o in outcomes if not o.kept][:20],
     }

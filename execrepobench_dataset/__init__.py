@@ -19,6 +19,8 @@ _EXPORTS = {
     "load_samples": "load", "load_instruct": "load", "push_to_hub": "publish", "PublishError": "publish",
     "RepoRecord": "repo_record", "environment_key": "repo_record", "repo_features": "repo_record",
     "open_dataset": "load", "dataset_fingerprint": "load", "load_repositories": "load",
+    "ranked_context": "context", "ContextResolver": "context", "ContextUnavailable": "context",
+    "materialise": "context",
 }
 __all__ = sorted([*_EXPORTS, "load", "publish"])
 

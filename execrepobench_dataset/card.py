@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import json
 import re
-import statistics
 from collections import Counter
 from pathlib import PurePath
 
+from .figures import table
 from .record import FILL_TYPES, features
 from .repo_record import RepoRecord, repo_features
 
@@ -29,7 +29,11 @@ FIELD_DOCS = {
     "repo_source": "exact pinned source: `pypi:NAME==VER#sha256=...`, `git:URL@COMMIT` or `path:NAME#tree=...`",
     "prefix_code": "text of the file before the masked span", "suffix_code": "text of the file after the masked span",
     "middle_code": "the masked span (the ground truth)", "selection_rule": "rule that selected the judged tests",
-    "context_code": "other files of the repository, most relevant first, each `{path, code}`",
+    "context_code": "materialised context: other files of the repository, most relevant first, each `{path, code}`; "
+                    "empty when the sample names its context by path (`context_paths`)",
+    "context_paths": "the ranked context by reference: paths of the repository's other files (config "
+                     "`repositories`, field `files`), most relevant first",
+    "context_scores": "each context path's relevance score (import score + normalised BM25 of prefix and suffix)",
     "fill_type": "one of the paper's six fill types (`Random Span Completion`, ..., `grammar-based: block`)",
     "node_type": "tree-sitter node type of the masked span, or `span` / `line` / `lines` for random masks",
     "middle_start_byte": "UTF-8 byte offset of the start of the middle in the original file",
@@ -50,25 +54,8 @@ REPO_FIELD_DOCS = {
     "pytest_args": "pytest arguments from the manifest", "excluded_tests": "tests never judged",
     "env": "environment variables of every test run (`K=V`)", "license": "the repository's license, from its metadata",
     "manifest_entry": "the manifest entry (TOML) that built this repository",
+    "files": "the repository's Python files `{path, code}` (sorted by path): the context pool, stored once",
 }
-
-
-def table(head: list[str], rows: list[list]) -> list[str]:
-    return ["| " + " | ".join(head) + " |", "|" + "---|" * len(head), *("| " + " | ".join(
-        str(c).replace("|", "\\|").replace("\n", " ") for c in r) + " |" for r in rows), ""]
-
-
-def statistics_rows(samples: list[dict]) -> dict[str, list[list]]:
-    """The card's statistics tables: samples per fill type and per repository, context sizes."""
-    fills, repos = Counter(s["fill_type"] for s in samples), Counter(s["repo_name"] for s in samples)
-    sizes = {"context files per sample": [len(s["context_code"]) for s in samples],
-             "context characters per sample": [sum(len(c["code"]) for c in s["context_code"]) for s in samples],
-             "in-file characters (prefix + suffix)": [len(s["prefix_code"]) + len(s["suffix_code"]) for s in samples],
-             "middle characters": [len(s["middle_code"]) for s in samples]}
-    med = lambda v: (lambda m: str(int(m)) if float(m).is_integer() else f"{m:.1f}")(statistics.median(v))  # noqa
-    return {"fill_type": [[f, fills.get(f, 0)] for f in FILL_TYPES] + [["**total**", len(samples)]],
-            "repository": [[r, n] for r, n in sorted(repos.items())],
-            "context": [[k, min(v), med(v), max(v)] for k, v in sizes.items()]}
 
 
 def get_code(record: RepoRecord) -> str:
@@ -143,41 +130,82 @@ EXECREPOBENCH_ALLOW_EXEC=1 execrepobench evaluate --dataset <this dataset> \\
 """
 
 
-def render_card(meta: dict, report: dict, samples: list[dict], records: list[RepoRecord], fingerprint: str,
-                instruct: list[dict] | None, instruct_report: dict | None) -> str:
-    import yaml
+def human_bytes(n: int) -> str:
+    return f"{n / 2**20:.1f} MiB" if n >= 2**20 else f"{n / 2**10:.1f} KiB"
 
+
+def _context_section(context: str, sizes: dict, inline: int | None) -> list[str]:
+    """How the context is stored, the size per config and (`inline`) the bytes of context code materialised."""
+    mib = {name: human_bytes(info.get("bytes", 0)) for name, info in sizes.items()}
+    form = ("by reference: `context_code` is empty, `context_paths` (+ `context_scores`) name the files, whose code "
+            "is stored once per repository in the `repositories` config (field `files`)" if context == "reference"
+            else "materialised: `context_code` holds the files' code (and `context_paths` names them)")
+    return ["## Cross-file context", "",
+            f"Each sample's ranked cross-file context (every other Python file of its repository, most relevant "
+            f"first) is stored {form}. `execrepobench_dataset.ranked_context(sample, files)` (or "
+            "`load_samples(..., materialise_context=True)`) gives the context files in either form; "
+            "`execrepobench run` does it for you.", "",
+            "Parquet size per config: " + ", ".join(f"`{n}` {v}" for n, v in mib.items()) + ".", *(
+                [f"Context code inside the samples: {human_bytes(inline)} of text here; by reference the samples "
+                 "would not carry it (each repository's files are stored once instead)." if context != "reference"
+                 else f"Materialised in every sample (as the official release stores it), the samples' context would "
+                 f"add {human_bytes(inline)} of text to the `exec_repo_bench` rows (Arrow size "
+                 f"{human_bytes(sizes.get('exec_repo_bench', {}).get('arrow_bytes', 0))} by reference).", ""]
+                if inline is not None else [])]
+
+
+def _instruct_section(instruct: dict, instruct_report: dict | None) -> list[str]:
     from .instruct_record import instruct_features
 
-    stats = statistics_rows(samples)
+    per_fill = instruct.get("per_fill_type", {})
+    lines = ["## Repo-Instruct", "", f"`repo_instruct`: {instruct['records']} records from {instruct['repos']} "
+             "repositories. Fields: " + ", ".join(f"`{n}`" for n in instruct_features()) + " (`messages`: system, "
+             "user with context, prefix and suffix, assistant with the middle).", "",
+             *table(["fill type", "records"], [[f, per_fill.get(f, 0)] for f in FILL_TYPES])]
+    if instruct_report:  # numbers only: the report's paths and reasons stay on the machine that built it
+        totals = instruct_report.get("totals") if isinstance(instruct_report.get("totals"), dict) else {}
+        bench = instruct_report.get("benchmark") if isinstance(instruct_report.get("benchmark"), dict) else {}
+        refused = [r.get("repo", "?") for r in instruct_report.get("refused_repos", []) if isinstance(r, dict)]
+        if totals:
+            lines += ["Decontamination against the benchmark (the repositories and middles above):", "",
+                      *table(["check", "count"], [
+                          ["benchmark samples compared", bench.get("sample_count", "-")],
+                          ["repositories refused (name, pinned source or source hash in the benchmark)",
+                           f"{totals.get('refused_repos', 0)}" + (f" ({', '.join(refused)})" if refused else "")],
+                          ["records dropped (middle equal to a benchmark middle)",
+                           totals.get("dropped_contaminated", 0)],
+                          ["records kept", totals.get("records", instruct["records"])]])]
+        shown = {k: v for k, v in sorted(instruct_report.items()) if isinstance(v, (int, float))}
+        shown.update(totals)
+        lines += ["Instruct build report:", "", *(f"- {k}: `{json.dumps(v, sort_keys=True)[:300]}`"
+                                                  for k, v in shown.items()), ""]
+    return lines
+
+
+def render_card(meta: dict, report: dict, samples: list[dict], records: list[RepoRecord], fingerprint: str,
+                instruct: dict | None, instruct_report: dict | None, statistics: list[str], sizes: dict,
+                context: str = "reference", inline_context_bytes: int | None = None) -> str:
+    """The card: `instruct` is {records, repos, per_fill_type} of the published corpus (None without one);
+    `statistics` the Markdown of `figures.markdown`; `sizes` the summary's configs (bytes per config)."""
+    import yaml
+
     configs = (f"`exec_repo_bench` (split `test`, {len(samples)} samples), `repositories` (split `train`, "
                f"{len(records)} repository records)")
     if instruct is not None:
-        configs += (f", `repo_instruct` (split `train`, {len(instruct)} chat-formatted fill-in-the-middle records, "
-                    "not executed)")
+        configs += (f", `repo_instruct` (split `train`, {instruct['records']} chat-formatted fill-in-the-middle "
+                    "records, not executed)")
     verified = any("verify_candidates" in r for r in report.get("repos", []))
     lines = ["---", yaml.safe_dump(meta, sort_keys=False, allow_unicode=True, width=1000).rstrip(), "---", "",
              *_intro(report, configs, fingerprint, verified), *_requirements(records),
              *table(["repository", "pinned source", "license", "python", "env key", "samples", "get the code"],
                     repository_rows(records, report, samples)),
+             *_context_section(context, sizes, inline_context_bytes),
              "## Fields", "", *table(["field", "meaning"], [[f"`{n}`", FIELD_DOCS.get(n, "see record.py")]
                                                            for n in features()]),
              "Config `repositories`:", "",
              *table(["field", "meaning"], [[f"`{n}`", REPO_FIELD_DOCS.get(n, "see repo_record.py")]
                                            for n in repo_features()]),
-             "## Statistics", "", *table(["fill type", "samples"], stats["fill_type"]),
-             *table(["repository", "samples"], stats["repository"]),
-             *table(["size", "min", "median", "max"], stats["context"])]
+             *statistics]
     if instruct is not None:
-        per_fill = Counter(r["fill_type"] for r in instruct)
-        lines += ["## Repo-Instruct", "", f"`repo_instruct`: {len(instruct)} records from "
-                  f"{len({r['repo_name'] for r in instruct})} repositories. Fields: "
-                  + ", ".join(f"`{n}`" for n in instruct_features()) + " (`messages`: system, user with context, "
-                  "prefix and suffix, assistant with the middle).", "",
-                  *table(["fill type", "records"], [[f, per_fill.get(f, 0)] for f in FILL_TYPES])]
-        if instruct_report:  # numbers only: the report's paths and reasons stay on the machine that built it
-            shown = {k: v for k, v in sorted(instruct_report.items()) if isinstance(v, (int, float))}
-            shown.update(instruct_report.get("totals", {}) if isinstance(instruct_report.get("totals"), dict) else {})
-            lines += ["Instruct build report:", "", *(f"- {k}: `{json.dumps(v, sort_keys=True)[:300]}`"
-                                                      for k, v in shown.items()), ""]
+        lines += _instruct_section(instruct, instruct_report)
     return "\n".join([*lines, EVALUATION, "## Citation", "", "```bibtex", CITATION, "```", ""])

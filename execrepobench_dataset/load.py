@@ -11,10 +11,12 @@ import hashlib
 import json
 import re
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Iterable
 
-from .record import RecordError, Sample, read_jsonl
+from .context import ContextResolver
+from .record import ContextFile, RecordError, Sample, read_jsonl
 from .repo_record import RepoRecord, read_repo_records
 
 SAMPLES_CONFIG, INSTRUCT_CONFIG, REPOS_CONFIG = "exec_repo_bench", "repo_instruct", "repositories"
@@ -37,6 +39,14 @@ class OpenedDataset:
 
     def repository(self, name: str) -> RepoRecord | None:
         return next((r for r in self.repositories if r.repo_name == name), None)
+
+    @cached_property
+    def resolver(self) -> ContextResolver:
+        return ContextResolver(self.repositories)
+
+    def context(self, sample: Sample) -> tuple[ContextFile, ...]:
+        """The sample's ranked context files, whichever form it stores them in (`ranked_context`)."""
+        return self.resolver.context(sample)
 
     @property
     def fingerprint(self) -> str:
@@ -129,9 +139,16 @@ def load(path_or_repo_id: str, config: str = SAMPLES_CONFIG, split: str | None =
     return datasets.load_dataset(str(path_or_repo_id), config, split=split or CONFIGS[config], **kwargs)
 
 
-def load_samples(path_or_repo_id: str, split: str | None = None, **kwargs: Any) -> list[Sample]:
-    """The `exec_repo_bench` rows as `Sample` records (validated again on the way back)."""
-    return [Sample.from_dict(row) for row in load(path_or_repo_id, SAMPLES_CONFIG, split, **kwargs)]
+def load_samples(path_or_repo_id: str, split: str | None = None, *, materialise_context: bool = False,
+                 **kwargs: Any) -> list[Sample]:
+    """The `exec_repo_bench` rows as `Sample` records (validated again on the way back).  With
+    `materialise_context`, each sample's `context_code` is filled from the `repositories` config (the
+    self-contained form; the published rows name their context by path)."""
+    samples = [Sample.from_dict(row) for row in load(path_or_repo_id, SAMPLES_CONFIG, split, **kwargs)]
+    if not materialise_context:
+        return samples
+    resolver = ContextResolver(load_repositories(path_or_repo_id, **kwargs))
+    return [resolver.materialise(s) for s in samples]
 
 
 def load_repositories(path_or_repo_id: str, **kwargs: Any) -> list[RepoRecord]:

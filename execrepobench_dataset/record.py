@@ -43,7 +43,10 @@ class Sample:
     prefix_code: str
     middle_code: str
     suffix_code: str
-    context_code: tuple[ContextFile, ...]  # most relevant first
+    # Ranked cross-file context, most relevant first, in one of two forms: materialised (`context_code`:
+    # path + code per file) or by reference (`context_paths` + `context_scores`, the code read from the
+    # repository record's `files`); `execrepobench_dataset.context.ranked_context` reads either.
+    context_code: tuple[ContextFile, ...]
     fill_type: str  # one of FILL_TYPES
     node_type: str  # tree-sitter node type, or "line" / "lines" / "span" for random masks
     middle_start_byte: int  # UTF-8 byte offsets of the middle in the original file
@@ -62,6 +65,10 @@ class Sample:
     # Audit events the ground truth itself triggers from the masked file during its judged run
     # (recorded at verification); the runtime guard allows these and fails any other as tampering.
     guard_allowed: tuple[str, ...] = ()
+    # The ranked context by reference: repo-relative paths into the repository record's `files`, most
+    # relevant first, and each file's score (import score + normalised BM25); empty for materialised samples.
+    context_paths: tuple[str, ...] = ()
+    context_scores: tuple[float, ...] = ()
 
     def __post_init__(self) -> None:
         validate(self)
@@ -73,6 +80,7 @@ class Sample:
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
         d["context_code"] = [dict(c) for c in d["context_code"]]
+        d["context_scores"] = list(d["context_scores"])
         for key in _LIST_FIELDS:
             d[key] = list(d[key])
         return d
@@ -103,10 +111,12 @@ class Sample:
                 kwargs[key] = tuple(kwargs[key] or ())
         if isinstance(kwargs.get("time_budget_s"), int) and not isinstance(kwargs["time_budget_s"], bool):
             kwargs["time_budget_s"] = float(kwargs["time_budget_s"])
+        if "context_scores" in kwargs:
+            kwargs["context_scores"] = tuple(float(x) if type(x) is int else x for x in kwargs["context_scores"] or ())
         return cls(**kwargs)
 
 
-_LIST_FIELDS = ("test_command", "judged_tests", "excluded_tests", "guard_allowed")
+_LIST_FIELDS = ("test_command", "judged_tests", "excluded_tests", "guard_allowed", "context_paths")
 _STR_FIELDS = ("sample_id", "repo_name", "repo_source", "file_name", "prefix_code", "middle_code",
                "suffix_code", "fill_type", "node_type", "env_key", "builder_version", "selection_rule")
 
@@ -135,6 +145,19 @@ def validate(sample: Sample) -> None:
     for name in _LIST_FIELDS:
         if not all(isinstance(x, str) for x in getattr(sample, name)):
             raise RecordError(f"{where}: field {name} must be a list of strings")
+    _validate_context(sample, where)
+
+
+def _validate_context(sample: Sample, where: str) -> None:
+    paths, scores = sample.context_paths, sample.context_scores
+    if not all(type(x) is float and x == x for x in scores):
+        raise RecordError(f"{where}: field context_scores must be a list of numbers")
+    if len(scores) != len(paths):
+        raise RecordError(f"{where}: context_scores has {len(scores)} entries for {len(paths)} context_paths")
+    if len(set(paths)) != len(paths) or sample.file_name in paths:
+        raise RecordError(f"{where}: context_paths must name distinct files other than {sample.file_name!r}")
+    if sample.context_code and paths and tuple(c.path for c in sample.context_code) != paths:
+        raise RecordError(f"{where}: context_code and context_paths name different files (both forms given)")
 
 
 def make_sample_id(repo_source: str, file_name: str, prefix: str, middle: str, suffix: str, fill_type: str) -> str:
@@ -187,6 +210,8 @@ def _feature_of(tp: str):
         return Value("float64")
     if tp == "tuple[str, ...]":
         return List(Value("string"))
+    if tp == "tuple[float, ...]":
+        return List(Value("float64"))
     if tp == "tuple[ContextFile, ...]":
         return List({"path": Value("string"), "code": Value("string")})
     raise TypeError(f"no datasets feature for field type {tp}")

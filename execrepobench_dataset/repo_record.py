@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Iterable, Iterator, Mapping
 
-from .record import RecordError, _feature_of, read_records
+from .record import ContextFile, RecordError, _feature_of, read_records
 
 ENV_KEY_SCHEMA = 1  # bump when the way an environment is made from a record changes
 ENV_KEY_CHARS = 24  # hex characters of the sha256 kept in a key (96 bits)
@@ -50,9 +50,16 @@ class RepoRecord:
     env: tuple[str, ...] = ()  # "K=V"
     license: str = ""  # from the source's metadata; "" when unknown
     manifest_entry: str = ""  # TOML text of the [[repo]] entry as the builder used it
+    # The context pool: every Python file of the repository (path + code, sorted by path), stored once
+    # here; samples name their ranked context by path (`Sample.context_paths`).  Not part of env_key.
+    files: tuple[ContextFile, ...] = ()
 
     def __post_init__(self) -> None:
         validate(self)
+
+    def file_map(self) -> dict[str, str]:
+        """path -> code of the repository's files."""
+        return {f.path: f.code for f in self.files}
 
     @property
     def key_matches(self) -> bool:
@@ -60,8 +67,10 @@ class RepoRecord:
         return self.env_key == environment_key(self.python, self.repo_source, self.lock)
 
     def to_dict(self) -> dict[str, Any]:
-        return {f.name: (list(v) if isinstance(v := getattr(self, f.name), tuple) else v)
-                for f in dataclasses.fields(self)}
+        d = {f.name: (list(v) if isinstance(v := getattr(self, f.name), tuple) else v)
+             for f in dataclasses.fields(self)}
+        d["files"] = [{"path": f.path, "code": f.code} for f in self.files]
+        return d
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "RepoRecord":
@@ -85,6 +94,11 @@ class RepoRecord:
                 if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
                     raise RecordError(f"{where}: field {name} must be a list of strings, got {type(value).__name__}")
                 kwargs[name] = tuple(value)
+        try:
+            kwargs["files"] = tuple(ContextFile(path=f["path"], code=f["code"]) if isinstance(f, Mapping)
+                                    else ContextFile(*f) for f in data.get("files") or ())
+        except (TypeError, KeyError, ValueError) as exc:
+            raise RecordError(f"{where}: field files must be a list of {{path, code}}: {exc}") from None
         return cls(**kwargs)
 
 
@@ -118,6 +132,11 @@ def validate(record: RepoRecord) -> None:
     for line in record.lock:
         if line.lstrip().startswith("-e") or "\n" in line:
             raise RecordError(f"{where}: field lock: {line[:60]!r} is not one pinned requirement")
+    paths = [f.path for f in record.files]
+    if not all(isinstance(f.path, str) and isinstance(f.code, str) for f in record.files):
+        raise RecordError(f"{where}: field files must be a list of {{path: str, code: str}}")
+    if paths != sorted(set(paths)) or any(p.startswith("/") or "\\" in p or not p for p in paths):
+        raise RecordError(f"{where}: field files must hold distinct repo-relative POSIX paths, sorted")
 
 
 def write_repo_records(records: Iterable[RepoRecord], path) -> int:

@@ -11,6 +11,7 @@ local (it holds this machine's paths) and never published.
 """
 from __future__ import annotations
 
+import dataclasses
 import fcntl
 import json
 import os
@@ -177,7 +178,8 @@ def _make(record: RepoRecord, root: Path, final: Path) -> Environment:
     run_uv("pip", "install", "--quiet", "--python", python, "--no-deps", "--editable", str(root), repo=name)
     freeze = tuple(run_uv("pip", "freeze", "--python", python, repo=name).splitlines())
     check_freeze(record, freeze)
-    (final / "record.json").write_text(json.dumps(record.to_dict(), sort_keys=True), encoding="utf-8")
+    kept = dataclasses.replace(record, files=())  # what makes the environment (not the context files)
+    (final / "record.json").write_text(json.dumps(kept.to_dict(), sort_keys=True), encoding="utf-8")
     meta = {"schema": ENV_JSON_SCHEMA, "key": record.env_key, "repo_name": name, "repo_source": record.repo_source,
             "python_version": record.python, "python": python, "root": str(root), "freeze": list(freeze)}
     tmp = final / "env.json.tmp"

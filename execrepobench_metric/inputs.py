@@ -26,6 +26,7 @@ for _f in _FIELDS.values():  # field types from the record's dataclass (the one 
     _BY_TYPE.setdefault(str(_f.type), []).append(_f.name)
 _STR, _INT, _FLOAT = _BY_TYPE.get("str", []), _BY_TYPE.get("int", []), _BY_TYPE.get("float", [])
 _STR_LISTS = _BY_TYPE.get("tuple[str, ...]", [])
+_FLOAT_LISTS = _BY_TYPE.get("tuple[float, ...]", [])
 _NON_EMPTY = ("sample_id", "repo_name", "file_name", "env_key")
 
 
@@ -96,6 +97,11 @@ def check_record(data: Mapping[str, Any], selection: str) -> list[tuple[str, str
     for name in _STR_LISTS:
         if name in data and not _is_str_list(data[name]):
             out.append((name, f"must be a list of strings, got {_type_name(data[name])}"))
+    for name in _FLOAT_LISTS:
+        value = data.get(name, [])
+        if not isinstance(value, (list, tuple)) or not all(
+                isinstance(x, (int, float)) and not isinstance(x, bool) for x in value):
+            out.append((name, f"must be a list of numbers, got {_type_name(value)}"))
     context = data.get("context_code", [])
     if not isinstance(context, (list, tuple)) or not all(
             isinstance(c, Mapping) and set(c) == {"path", "code"} and all(isinstance(v, str) for v in c.values())

@@ -18,7 +18,7 @@ def add_instruct(p: argparse.ArgumentParser) -> None:
 
 
 def run_instruct(args: argparse.Namespace) -> int:
-    from execrepobench.builder.instruct import build_instruct
+    from execrepobench.builder.instruct_build import build_instruct
     from execrepobench.builder.manifest import ManifestError, instruct_manifest_path, load_manifest
 
     if args.benchmark_samples is None:
@@ -74,13 +74,22 @@ def add_publish(p: argparse.ArgumentParser) -> None:
     p.add_argument("--push-to-hub", metavar="REPO_ID", default=None)
     p.add_argument("--private", action="store_true")
     p.add_argument("--revision", default=None)
+    p.add_argument("--context", choices=("reference", "materialised"), default="reference",
+                   help="samples name their context by path (default) or also carry its code")
+    p.add_argument("--stats-tokenizer", type=Path, default=None,
+                   help="tokenizer.json (or a model folder) counting the statistics' tokens")
 
 
 def run_publish(args: argparse.Namespace) -> int:
     from execrepobench_dataset.publish import PublishError, publish, push_to_hub
 
     try:
-        summary = publish(args.samples, args.out, instruct_dir=args.instruct, overwrite=args.overwrite)
+        from execrepobench_dataset.stats import tokenizer_counter
+
+        counter = tokenizer_counter(args.stats_tokenizer) if args.stats_tokenizer else None
+        summary = publish(args.samples, args.out, instruct_dir=args.instruct, overwrite=args.overwrite,
+                          context=args.context, count_tokens=counter,
+                          tokenizer_name=args.stats_tokenizer.name if args.stats_tokenizer else None)
         if args.push_to_hub:
             push_to_hub(args.out, args.push_to_hub, private=args.private, revision=args.revision)
     except (PublishError, OSError) as exc:
@@ -90,10 +99,69 @@ def run_publish(args: argparse.Namespace) -> int:
     return 0
 
 
+def add_release(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--out", type=Path, required=True, help="release folder: build/, instruct/, dataset/, "
+                   "release_summary.json")
+    p.add_argument("--manifest", type=Path, default=None, help="benchmark manifest (default: the packaged one)")
+    p.add_argument("--instruct-manifest", type=Path, default=None, help="Repo-Instruct manifest (default: packaged)")
+    p.add_argument("--repo", action="append", default=[], help="benchmark repository to include (repeatable; "
+                   "default: all)")
+    p.add_argument("--instruct-repo", action="append", default=[], help="instruct repository to include "
+                   "(repeatable; default: all)")
+    p.add_argument("--samples-per-repo", type=int, default=None, help="override the benchmark manifest's default")
+    p.add_argument("--workers", type=int, default=None, help="parallel verification runs (default: CPU count)")
+    p.add_argument("--context", choices=("reference", "materialised"), default="reference",
+                   help="how samples store their context in the published data (default: by reference)")
+    p.add_argument("--compare-materialised", action="store_true",
+                   help="also publish the materialised form once and report its size")
+    p.add_argument("--stats-tokenizer", type=Path, default=None,
+                   help="tokenizer.json (or a model folder) counting the statistics' tokens (default: "
+                   "deterministic pre-tokenizer pieces)")
+    p.add_argument("--license", default="apache-2.0")
+    p.add_argument("--push-to-hub", metavar="REPO_ID", default=None, help="push the published folder at the end")
+    p.add_argument("--private", action="store_true")
+    p.add_argument("--no-progress", action="store_true")
+
+
+def run_release(args: argparse.Namespace) -> int:
+    from dataclasses import replace
+
+    from execrepobench.builder.manifest import (ManifestError, default_manifest_path, instruct_manifest_path,
+                                                load_manifest)
+    from execrepobench.builder.release import ReleaseConfig, release
+    from execrepobench_dataset.publish import PublishError, push_to_hub
+    from execrepobench_dataset.stats import tokenizer_counter
+
+    try:
+        manifest = load_manifest(args.manifest or default_manifest_path())
+        instruct = load_manifest(args.instruct_manifest or instruct_manifest_path())
+        if args.samples_per_repo is not None:
+            manifest = replace(manifest, samples_per_repo=args.samples_per_repo,
+                               repos=tuple(replace(r, samples_per_repo=None) for r in manifest.repos))
+        counter = tokenizer_counter(args.stats_tokenizer) if args.stats_tokenizer else None
+        config = ReleaseConfig(out=args.out, manifest=manifest, instruct_manifest=instruct, only=tuple(args.repo),
+                               instruct_only=tuple(args.instruct_repo), context=args.context, license=args.license,
+                               build_options={"workers": args.workers} if args.workers else {},
+                               compare_materialised=args.compare_materialised, count_tokens=counter,
+                               tokenizer_name=args.stats_tokenizer.name if args.stats_tokenizer else None,
+                               progress=not args.no_progress)
+        summary = release(config)
+        if args.push_to_hub:
+            push_to_hub(args.out / "dataset", args.push_to_hub, private=args.private)
+    except (ManifestError, PublishError, OSError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    shown = {k: summary[k] for k in ("counts", "per_level", "sizes", "fingerprints", "time_s", "targets")}
+    print(json.dumps(shown, indent=1, sort_keys=True))
+    print(f"wrote {args.out / 'dataset'} and {args.out / 'release_summary.json'}")
+    return 0 if summary["counts"]["samples"] else 1
+
+
 COMMANDS = {
     "instruct": ("build the Repo-Instruct corpus (chat records, decontaminated)", add_instruct, run_instruct),
     "import-official": ("convert and verify the official ExecRepoBench release", add_import_official,
                         run_import_official),
     "publish": ("write the Hugging Face dataset folder (parquet + card); optionally push it", add_publish,
                 run_publish),
+    "release": ("build -> instruct -> publish in one resumable command, with a summary", add_release, run_release),
 }

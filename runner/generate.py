@@ -37,11 +37,13 @@ def done_ids(path: Path) -> set[str]:
 
 def generate(samples: Sequence[Sample], backend: Backend, out: Path, config: GenerateConfig = GenerateConfig(),
              render: Callable[[Sample], tuple[object, dict]] | None = None,
-             stops: Sequence[str] = ()) -> int:
+             stops: Sequence[str] = (), with_context: Callable[[Sample], Sample] | None = None) -> int:
     """Append generations for the samples not yet in `out`; returns how many were generated.
 
     `render(sample)` -> (prompt, info) is required by backends that need a prompt; `info` (token
-    counts, truncation flags) is stored with the line."""
+    counts, truncation flags) is stored with the line.  `with_context(sample)` gives the sample with its
+    context materialised (samples that store it by reference: `ContextResolver.materialise`), one batch
+    at a time, before rendering and generating."""
     if backend.needs_prompt and render is None:
         raise ValueError(f"backend {backend.name!r} needs prompts: give a template")
     skip = done_ids(out)
@@ -51,6 +53,7 @@ def generate(samples: Sequence[Sample], backend: Backend, out: Path, config: Gen
     with out.open("a", encoding="utf-8") as fh:
         for start in range(0, len(todo), config.batch_size):
             batch = todo[start:start + config.batch_size]
+            batch = [with_context(s) for s in batch] if with_context else batch
             rendered = [render(s) if render and backend.needs_prompt else (None, {}) for s in batch]
             gens = backend.generate([Request(s, prompt, config.n) for s, (prompt, _) in zip(batch, rendered)])
             for s, (_, info), g in zip(batch, rendered, gens):

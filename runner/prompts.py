@@ -261,6 +261,7 @@ def _official_prompt(t: Template, parts: SampleParts, tok: TokenizerLike, max_co
                   prefix_truncated=prefix != parts.prefix, suffix_truncated=suffix != parts.suffix, stop=t.stop)
 
 
-def build_prompt_for_sample(template: Union[str, Template], sample, tokenizer, **kwargs) -> Prompt:
-    """`build_prompt` for a `Sample` record."""
-    return build_prompt(template, SampleParts.from_sample(sample), tokenizer, **kwargs)
+def build_prompt_for_sample(template: Union[str, Template], sample, tokenizer, *, files=None, **kwargs) -> Prompt:
+    """`build_prompt` for a `Sample` record, its context in either form: materialised, or by reference with
+    `files` its repository's path -> code (or `RepoRecord`); see `execrepobench_dataset.context`."""
+    return build_prompt(template, SampleParts.from_sample(sample, files), tokenizer, **kwargs)

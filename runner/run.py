@@ -16,7 +16,8 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from execrepobench_dataset.record import read_jsonl
+from execrepobench_dataset.context import ContextResolver
+from execrepobench_dataset.load import open_dataset
 from execrepobench_metric.api import HarnessError, compute
 
 from .backends.base import get_backend
@@ -125,7 +126,8 @@ def _prompting(config: RunConfig, options: dict):
 
 def run(config: RunConfig) -> dict:
     samples_file = _samples_path(config)
-    samples = list(read_jsonl(samples_file))
+    opened = open_dataset(samples_file)  # the samples and, beside them, the repository records (context files)
+    samples, resolver = list(opened.samples), ContextResolver(opened.repositories)
     if not samples:
         raise ValueError(f"{samples_file}: no samples to evaluate (see the build report beside it)")
     options, render, stops, template = dict(config.backend_options), None, (), None
@@ -137,7 +139,8 @@ def run(config: RunConfig) -> dict:
     if hasattr(getattr(backend, "sampling", None), "describe"):  # model backends: the settings in effect
         sampling = backend.sampling.describe()
     generate(samples, backend, gen_path, GenerateConfig(n=config.n, template=template, sampling=sampling,
-                                                        progress=config.progress), render=render, stops=stops)
+                                                        progress=config.progress), render=render, stops=stops,
+             with_context=resolver.materialise)
     completions = read_generations(gen_path, samples)
     name = config.model or config.backend
     try:

@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable, Optional, Union
 
+from execrepobench_dataset.context import ranked_context
 from execrepobench_dataset.instruct_record import SYSTEM_PROMPT
 
 ORDERS = ("close", "far")
@@ -71,9 +72,11 @@ class SampleParts:
     context: tuple[tuple[str, str], ...] = ()
 
     @classmethod
-    def from_sample(cls, sample) -> "SampleParts":
+    def from_sample(cls, sample, files=None) -> "SampleParts":
+        """The parts of a `Sample`; its ranked context in either form (`ranked_context`: materialised
+        `context_code`, or `context_paths` looked up in `files`, the repository's path -> code or record)."""
         return cls(sample.repo_name, sample.file_name, sample.prefix_code, sample.suffix_code,
-                   tuple((c.path, c.code) for c in sample.context_code))
+                   tuple((c.path, c.code) for c in ranked_context(sample, files)))
 
 
 _EVAL_PY = "QwenLM/Qwen2.5-Coder qwencoder-eval/base/benchmarks/ExecRepoBench/eval.py, utils/prompt_template.py"

@@ -22,7 +22,8 @@ def _check_samples(samples, root: Path):
         original = (root / s.file_name).read_text(encoding="utf-8")
         assert s.prefix_code + s.middle_code + s.suffix_code == original
         assert s.fill_type in FILL_TYPES
-        assert s.file_name not in {c.path for c in s.context_code}
+        assert not s.context_code and s.file_name not in s.context_paths  # context by reference
+        assert list(s.context_scores) == sorted(s.context_scores, reverse=True)
         assert 10 < len(s.middle_code.strip()) < 512 and "#" not in s.middle_code
     assert len({s.sample_id for s in samples}) == len(samples)
 
@@ -44,12 +45,22 @@ def test_build_fixture_repo_deterministic_and_resumable(tmp_path, minirepo):
         assert s.test_command[:3] == ("python", "-m", "pytest")
         assert s.judged_tests and s.selection_rule  # verified samples carry their test selection
         if s.file_name == "minirepo/strings.py" and "from .mathx import clamp" in s.prefix_code + s.suffix_code:
-            assert s.context_code[0].path == "minirepo/mathx.py"
-    assert (out / "build_report.md").read_text().count("| minirepo | ok |") == 1
+            assert s.context_paths[0] == "minirepo/mathx.py" and s.context_scores[0] >= 1.0
+    report_md = (out / "build_report.md").read_text()
+    assert report_md.count("| minirepo | ok |") == 1
+    assert "| level | samples | % | paper | paper % | difference (pp) |" in report_md and "](charts/mix.png)" in report_md
+    assert (out / "charts" / "mix.png").is_file()
     assert summary["manifest"] == "<inline manifest>"  # a manifest file would be named, never by its path
     (record,) = read_repo_records(out / "repositories.jsonl")
     assert record.env_key == rep["env_key"] and record.key_matches and record.repo_source == rep["pinned"]
     assert record.test_command == samples[0].test_command and record.python == rep["environment"]["python"]
+    files = record.file_map()  # the context pool, stored once: every .py file of the repository
+    assert sorted(files) == sorted(p.relative_to(minirepo).as_posix() for p in minirepo.rglob("*.py"))
+    for s in samples:
+        assert set(s.context_paths) == set(files) - {s.file_name}
+        assert files[s.file_name] == s.prefix_code + s.middle_code + s.suffix_code
+    assert sum(rep["quotas"].values()) == 8 and sum(rep["kept_per_level"].values()) == len(samples)
+    assert set(rep["kept_gt_run_s"]) == {s.sample_id for s in samples}
 
     # Same output folder again: the finished repository is reused, the samples are identical.
     env_json = find_environment(rep["env_key"]).path / "env.json"

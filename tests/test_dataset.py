@@ -90,10 +90,13 @@ def write_build(out: Path, samples=SAMPLES, report_changes=None) -> Path:
     per_repo = {r: [s for s in samples if s.repo_name == r] for r in PINNED}
     report = {"builder_version": "0.1.0", "seed": 7, "manifest": "builder/manifests/test.toml",
               "samples_fingerprint": hashlib.sha256((out / "samples.jsonl").read_bytes()).hexdigest(),
-              "totals": {"repos": 3, "repos_ok": 2, "samples": len(samples)},
+              "totals": {"repos": 3, "repos_ok": 2, "samples": len(samples), "candidates": 40,
+                         "dropped": {"too_short": 8, "has_hash": 2}, "verify_candidates": 20,
+                         "dropped_verify": {"gt_failed": 1, "null_passed": 9, "no_null_fill": 0, "no_tests": 0}},
               "repos": [{"repo": r, "status": "ok", "pinned": PINNED[r], "env_key": ENV_KEYS[r],
                          "environment": {"python": "/envs/x/bin/python", "freeze": [f"{r}==1.0", "pytest==8.3.0"]},
                          "per_fill_type": {f: sum(s.fill_type == f for s in ss) for f in FILL_TYPES},
+                         "kept_gt_run_s": {s.sample_id: 0.5 + i for i, s in enumerate(ss)},
                          "samples": len(ss)} for r, ss in per_repo.items()]
               + [{"repo": "gamma", "status": "error", "reason": "no tests found"}]}
     report.update(report_changes or {})
@@ -142,9 +145,12 @@ def test_round_trip_load_dataset_gives_back_the_published_records(published, off
     import datasets
 
     folder, summary = published
+    shards = folder / "data" / "exec_repo_bench"
+    arrow = summary["configs"]["exec_repo_bench"].pop("arrow_bytes")
     assert summary["configs"]["exec_repo_bench"] == {
-        "split": "test", "num_examples": 5,
+        "split": "test", "num_examples": 5, "bytes": sum(p.stat().st_size for p in shards.iterdir()),
         "files": [f"test-0000{i}-of-00003.parquet" for i in range(3)]}
+    assert 0 < arrow == card_meta(folder)["dataset_info"][0]["dataset_size"]
     assert summary["configs"]["repo_instruct"]["files"] == ["train-00000-of-00002.parquet",
                                                             "train-00001-of-00002.parquet"]
     ds = datasets.load_dataset(str(folder), "exec_repo_bench", split="test", cache_dir=str(offline / "c"))
@@ -153,7 +159,7 @@ def test_round_trip_load_dataset_gives_back_the_published_records(published, off
     assert [dict(row) for row in ds] == expected
     inst = datasets.load_dataset(str(folder), "repo_instruct", split="train", cache_dir=str(offline / "c"))
     assert inst.features == instruct_features()
-    assert [dict(row) for row in inst] == sorted((r.to_dict() for r in INSTRUCT), key=lambda d: d["record_id"])
+    assert [dict(row) for row in inst] == [r.to_dict() for r in INSTRUCT]  # streamed in the corpus's order
     # the default config is the benchmark
     assert datasets.load_dataset(str(folder), split="test", cache_dir=str(offline / "c")).num_rows == 5
 
@@ -166,7 +172,7 @@ def test_load_helpers(published, offline):
     assert ds.split == "test" and ds.features == features()
     assert load_samples(str(folder), cache_dir=str(offline / "c")) == sorted(SAMPLES, key=lambda s: s.sample_id)
     assert load(str(folder), "repo_instruct", cache_dir=str(offline / "c")).split == "train"
-    assert load_instruct(str(folder), cache_dir=str(offline / "c")) == sorted(INSTRUCT, key=lambda r: r.record_id)
+    assert load_instruct(str(folder), cache_dir=str(offline / "c")) == INSTRUCT
     with pytest.raises(ValueError, match="'exec_repo_bench', 'repo_instruct'"):
         load(str(folder), "default")
 
@@ -277,19 +283,40 @@ def table_rows(text: str, header: str) -> dict[str, list[str]]:
 
 
 def test_statistics_tables_match_the_samples(published):
+    from execrepobench_dataset.stats import pretokens
+
     folder, _ = published
     text = (folder / "README.md").read_text(encoding="utf-8")
-    fills = table_rows(text, "| fill type | samples |")
+    fills = table_rows(text, "| fill type | samples | % | paper | paper % |")
     assert {f: int(v[0]) for f, v in fills.items()} == {
-        **{f: 0 for f in FILL_TYPES}, FILL_STATEMENT: 1, FILL_EXPRESSION: 2, FILL_BLOCK: 1, FILL_SPAN: 1,
-        "**total**": 5}
+        **{f: 0 for f in FILL_TYPES}, FILL_STATEMENT: 1, FILL_EXPRESSION: 2, FILL_BLOCK: 1, FILL_SPAN: 1}
+    assert fills[FILL_EXPRESSION][2:] == ["407", "35.0"]  # the paper's count and share
+    mix = table_rows(text, "| level | samples | % | paper | paper % | difference (pp) |")
+    assert mix["random"] == ["1", "20.0", "114", "9.8", "+10.2"] and mix["block"][:2] == ["1", "20.0"]
     assert table_rows(text, "| repository | samples |") == {"alpha": ["2"], "beta": ["3"]}
-    sizes = table_rows(text, "| size | min | median | max |")
-    n_files = [len(s.context_code) for s in SAMPLES]
-    chars = [sum(len(c.code) for c in s.context_code) for s in SAMPLES]
-    assert sizes["context files per sample"] == ["0", str(statistics.median(n_files)), "3"]
-    assert sizes["context characters per sample"] == [str(min(chars)), str(statistics.median(chars)), str(max(chars))]
-    assert "middle characters" in sizes and "in-file characters (prefix + suffix)" in sizes
+    dist = table_rows(text, "| measure | n | min | p10 | median | p90 | max |")
+    chars = sorted(len(s.middle_code) for s in SAMPLES)
+    assert dist["middle characters"][:2] == ["5", str(chars[0])] and dist["middle characters"][-1] == str(chars[-1])
+    ctx = [sum(pretokens(c.code) for c in s.context_code) for s in SAMPLES]
+    assert dist["context tokens (every ranked file)"][-1] == str(max(ctx))
+    assert dist["judged tests per sample"][-1] == "2" and dist["ground-truth run time (s)"][:2] == ["5", "0.50"]
+    drops = table_rows(text, "| stage | reason | dropped | candidates | share |")
+    assert drops["verification"] in (["gt_failed", "1", "20", "5.0%"], ["no_tests", "0", "20", "0.0%"])
+    assert "45.0% of the verified candidates passed with a null fill" in text
+
+
+def test_charts_are_written_and_linked_from_the_card(published):
+    folder, summary = published
+    text = (folder / "README.md").read_text(encoding="utf-8")
+    charts = sorted(p.name for p in (folder / "charts").iterdir())
+    assert charts == ["drops.png", "fill_types.png", "gt_run_time.png", "judged_tests.png", "middle_length.png",
+                      "mix.png", "prompt_tokens.png", "repositories.png"]
+    assert summary["charts"] == [f"charts/{c}" for c in sorted(charts, key=lambda c: summary["charts"].index(
+        f"charts/{c}"))]
+    for name in charts:
+        data = (folder / "charts" / name).read_bytes()
+        assert data.startswith(b"\x89PNG\r\n\x1a\n") and len(data) > 2000
+        assert f"](charts/{name})" in text  # a relative link: the Hub renders it in the card
 
 
 def no_output(tmp_path, name="ds"):
@@ -427,7 +454,8 @@ def test_push_to_hub_calls(published, monkeypatch):
     monkeypatch.setattr(huggingface_hub, "get_token", lambda: "hf_from_login")
     api = RecordingApi()
     assert push_to_hub(folder, "me/execrepobench", private=True, revision="v1", api=api) == "commit:upload_folder"
-    files = ["README.md", "data/exec_repo_bench/test-00000-of-00003.parquet",
+    files = ["README.md", *(p.relative_to(folder).as_posix() for p in (folder / "charts").iterdir()),
+             "data/exec_repo_bench/test-00000-of-00003.parquet",
              "data/exec_repo_bench/test-00001-of-00003.parquet", "data/exec_repo_bench/test-00002-of-00003.parquet",
              "data/repo_instruct/train-00000-of-00002.parquet", "data/repo_instruct/train-00001-of-00002.parquet",
              "data/repositories/train-00000-of-00001.parquet"]

@@ -7,8 +7,8 @@ import pytest
 
 from execrepobench.builder import instruct
 from execrepobench.builder.build import read_pool
-from execrepobench.builder.instruct import (CONTEXT_FILE, CONTEXT_HEADER, PREFIX_SUFFIX, build_instruct,
-                                            instruct_records, render_user)
+from execrepobench.builder.instruct import CONTEXT_FILE, CONTEXT_HEADER, PREFIX_SUFFIX, instruct_records, render_user
+from execrepobench.builder.instruct_build import build_instruct
 from execrepobench.builder.manifest import load_manifest, parse_manifest
 from execrepobench.builder.masking import MaskConfig, candidate_files
 from execrepobench.builder.sources import fetch
@@ -173,25 +173,15 @@ def test_drops_records_whose_middle_is_in_the_benchmark(tmp_path, cache):
     assert rep["benchmark"]["sample_count"] == 2
 
 
-def test_parquet_shards_stream_and_match_jsonl(tmp_path, cache, monkeypatch):
+def test_parquet_shards_match_jsonl(tmp_path, cache):
     from datasets import load_dataset
 
-    real, seen = instruct.instruct_records, []
-
-    def spy(*args, **kwargs):  # what is on disk each time the build asks for the next record
-        for rec in real(*args, **kwargs):
-            seen.append(sorted(p.name for p in (tmp_path / "out" / "parquet.tmp").glob("*.parquet")))
-            yield rec
-
-    monkeypatch.setattr(instruct, "instruct_records", spy)
     rep = build_instruct(_manifest(tmp_path, samples=5), tmp_path / "out", benchmark_samples=None, shard_rows=2,
                          progress=False)
     out = tmp_path / "out"
     shards = sorted((out / "parquet").glob("*.parquet"))
     assert [p.name for p in shards] == ["train-00000.parquet", "train-00001.parquet", "train-00002.parquet"]
     assert rep["totals"]["shards"] == 3 and rep["outputs"]["parquet"] == [f"parquet/{p.name}" for p in shards]
-    # Shards were written while records were still being produced, not all at the end.
-    assert seen[2] == ["train-00000.parquet"] and seen[4] == ["train-00000.parquet", "train-00001.parquet"]
     import pyarrow.parquet as pq
 
     assert [pq.ParquetFile(p).metadata.num_rows for p in shards] == [2, 2, 1]
@@ -206,6 +196,38 @@ def test_parquet_shards_stream_and_match_jsonl(tmp_path, cache, monkeypatch):
     assert report["totals"] == rep["totals"] and report["repos"][0]["per_fill_type"]
     assert sum(report["totals"]["per_fill_type"].values()) == 5
     assert "time_s" in report["repos"][0] and report["repos"][0]["files"] == 3
+
+
+def test_resumes_per_repository(tmp_path, cache, monkeypatch):
+    """A finished repository is reused (its records are not made again); an interrupted one is redone; the
+    benchmark can change without redoing any repository."""
+    from execrepobench.builder import instruct_build
+
+    two = _manifest(tmp_path, samples=4, extra=f'[[repo]]\nsource = "path:{FIXTURE}"\nname = "second"\n'
+                                              "samples_per_repo = 3\n")
+    out = tmp_path / "out"
+    first = build_instruct(two, out, benchmark_samples=None, progress=False)
+    assert first["totals"]["records"] == 7 and first["totals"]["reused"] == 0
+    jsonl = (out / "instruct.jsonl").read_bytes()
+    (out / "repos" / "second" / "report.json").unlink()  # as if killed before "second" finished
+    made = []
+    real = instruct.instruct_records
+
+    def counting(spec, *args, **kwargs):
+        made.append(spec.name)
+        yield from real(spec, *args, **kwargs)
+
+    monkeypatch.setattr(instruct, "instruct_records", counting)
+    again = build_instruct(two, out, benchmark_samples=None, progress=False)
+    assert made == ["second"] and again["totals"]["reused"] == 1
+    assert (out / "instruct.jsonl").read_bytes() == jsonl and again["totals"]["records"] == 7
+    victim = json.loads(jsonl.decode().splitlines()[0])["messages"][2]["content"]
+    bench = _bench(tmp_path / "bench.jsonl", [OTHER, ("other-lib", OTHER[1], victim)])
+    made.clear()
+    cleaned = build_instruct(two, out, benchmark_samples=bench, progress=False)
+    assert made == [] and cleaned["totals"]["reused"] == 2
+    assert cleaned["totals"]["dropped_contaminated"] >= 1 and cleaned["totals"]["records"] < 7
+    assert instruct_build.REPORT_NAME == "instruct_report.json"
 
 
 def test_build_is_deterministic_and_survives_a_failing_repo(tmp_path, cache):

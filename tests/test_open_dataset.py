@@ -89,8 +89,8 @@ def test_repo_record_round_trip_and_errors(tmp_path):
             RepoRecord.from_dict({**record.to_dict(), field: value})
     with pytest.raises(RecordError, match="missing field\\(s\\) env_key"):
         RepoRecord.from_dict({k: v for k, v in record.to_dict().items() if k != "env_key"})
-    with pytest.raises(RecordError, match="unknown field\\(s\\) files"):
-        RepoRecord.from_dict({**record.to_dict(), "files": []})
+    with pytest.raises(RecordError, match="unknown field\\(s\\) sources"):
+        RepoRecord.from_dict({**record.to_dict(), "sources": []})
     (tmp_path / "r.jsonl").write_text(json.dumps(record.to_dict()) + "\n" + json.dumps({"repo_name": "x"}) + "\n")
     with pytest.raises(RecordError, match="r.jsonl:2: repository record 'x': missing field"):
         list(read_repo_records(tmp_path / "r.jsonl"))

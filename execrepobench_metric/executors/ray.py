@@ -23,10 +23,13 @@ from __future__ import annotations
 import fcntl
 import logging
 from contextlib import contextmanager
+from dataclasses import replace
 from typing import Any, Callable, Iterator, Sequence
 
 import ray
 from ray.exceptions import RayError
+
+from execrepobench_dataset.repo_record import RepoRecord
 
 from ..environments import find_environment
 from ..isolation import Isolation
@@ -122,11 +125,13 @@ class RayExecutor(Executor):
         task = ray.remote(run_batch).options(num_cpus=1, memory=judge.limits.address_space_bytes,
                                              max_retries=self.config.max_retries, retry_exceptions=False)
         snapshots: dict[str, Any] = {}
+        slim: dict[str, RepoRecord] = {}  # a node needs what makes the environment, not the context files
         for batch in batches:
             if batch.record is not None and batch.env_key not in snapshots:
                 data = pack_path_snapshot(batch.record.repo_source)
                 snapshots[batch.env_key] = ray.put(data) if data is not None else None
-        todo = iter(batches)
+                slim[batch.env_key] = replace(batch.record, files=())
+        todo = (replace(b, record=slim.get(b.env_key)) if b.record is not None else b for b in batches)
         pending: dict[Any, Batch] = {}
         while True:
             while len(pending) < 2 * self.parallelism and (batch := next(todo, None)) is not None:
