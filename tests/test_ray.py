@@ -97,6 +97,12 @@ def test_ray_verdicts_equal_local_and_every_node_makes_its_environment(built_min
     assert Counter((r["sample_id"], r["index"]) for r in lines) == Counter(
         (s.sample_id, j) for s in samples for j in range(3))
     print(f"ray run of {3 * len(samples)} judgements: {took:.1f} s, per node {counts}")
+    # an interrupted driver resumes from its journal: only what it lacks is sent to the cluster again
+    journal.write_text("".join(line + "\n" for line in journal.read_text().splitlines()[:5]))
+    again = api.compute(comps, samples, dataset=str(out), allow_exec=True, use_cache=False, progress=False,
+                        journal=journal, executor="ray", ray_address=ray_cluster.address)
+    assert rows(again) == rows(local) and sum(again["executor"]["items_per_node"].values()) == 3 * len(samples) - 5
+    assert len(journal.read_text().splitlines()) == 3 * len(samples)
 
 
 def test_a_node_killed_mid_run_loses_no_verdict_and_counts_none_twice(built_minirepo, cluster, tmp_path):
