@@ -23,6 +23,7 @@ from execrepobench_metric.layout import CACHE_ENV_VAR
 
 pytestmark = [pytest.mark.ray, pytest.mark.sandbox, pytest.mark.slow]
 NODE_CPUS = 1
+NODE_MEMORY = 5 << 30  # Ray's bookkeeping: a task asks for the sandbox's 4 GiB address-space limit
 
 
 @pytest.fixture(scope="module")
@@ -40,8 +41,8 @@ def cluster(tmp_path_factory):
     caches = {}
     for name in ("a", "b"):  # a node's own temporary folder too: the kill test watches it for a running judgement
         (base / name / "tmp").mkdir(parents=True)
-        node = cluster.add_node(num_cpus=NODE_CPUS, env_vars={CACHE_ENV_VAR: str(base / name),
-                                                              "TMPDIR": str(base / name / "tmp")})
+        node = cluster.add_node(num_cpus=NODE_CPUS, memory=NODE_MEMORY,
+                                env_vars={CACHE_ENV_VAR: str(base / name), "TMPDIR": str(base / name / "tmp")})
         caches[node] = base / name
     cluster.wait_for_nodes()
     yield cluster, caches
@@ -191,3 +192,15 @@ def test_builder_verification_on_ray_keeps_the_same_samples(built_minirepo, clus
     local = (reference / "samples.jsonl").read_bytes()
     assert (tmp_path / "out" / "samples.jsonl").read_bytes() == local  # verified the same, kept the same
     assert "verified on ray" in (tmp_path / "out" / "build_report.md").read_text()
+
+
+def test_a_task_no_node_can_hold_is_refused_not_left_waiting(cluster):
+    from execrepobench_metric.executors import ExecutorConfig, ExecutorUnavailable, open_executor
+    from execrepobench_metric.judge import JudgeConfig
+    from execrepobench_metric.limits import Limits
+
+    ray_cluster, _ = cluster
+    with open_executor(ExecutorConfig("ray", ray_cluster.address), 1) as executor:
+        assert executor.parallelism == len(ray_cluster.worker_nodes) * NODE_CPUS  # the head offers none
+        with pytest.raises(ExecutorUnavailable, match="no node of the Ray cluster offers 1 CPU and 64.0 GiB"):
+            list(executor.map(str, [], JudgeConfig(limits=Limits(address_space_bytes=64 << 30))))

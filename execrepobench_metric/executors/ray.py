@@ -119,9 +119,20 @@ class RayExecutor(Executor):
             except (ConnectionError, RuntimeError, ValueError) as exc:
                 raise ExecutorUnavailable(f"cannot connect to the Ray cluster at {config.ray_address or 'RAY_ADDRESS'}"
                                           f": {exc}") from None
-        self.parallelism = max(1, int(ray.cluster_resources().get("CPU", 1)))
+        self.parallelism = max(1, int(ray.cluster_resources().get("CPU", 0)))
+
+    def _check_fits(self, judge: JudgeConfig) -> None:
+        """A task no node can hold would wait forever: say so instead."""
+        alive = [n.get("Resources", {}) for n in ray.nodes() if n.get("Alive")]
+        need = judge.limits.address_space_bytes
+        if not any(r.get("CPU", 0) >= 1 and r.get("memory", 0) >= need for r in alive):
+            raise ExecutorUnavailable(f"no node of the Ray cluster offers 1 CPU and {need / 2**30:.1f} GiB of memory "
+                                      "(a sandboxed run's address-space limit) to one task; nodes: "
+                                      + ", ".join(f"{r.get('CPU', 0):g} CPU / {r.get('memory', 0) / 2**30:.1f} GiB"
+                                                  for r in alive))
 
     def map(self, fn: Callable[[Any], Any], batches: Sequence[Batch], judge: JudgeConfig) -> Iterator[Done]:
+        self._check_fits(judge)
         task = ray.remote(run_batch).options(num_cpus=1, memory=judge.limits.address_space_bytes,
                                              max_retries=self.config.max_retries, retry_exceptions=False)
         snapshots: dict[str, Any] = {}
