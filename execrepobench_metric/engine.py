@@ -204,8 +204,12 @@ def judge_all(samples: Sequence[Sample], completions: Sequence[Sequence[str]], c
             folder = str(store.folder(samples[i].sample_id, j)) if executor.shares_filesystem else None
             todo.append(JudgeItem(key, replace(samples[i], context_code=()), completions[i][j], j, folder))
     fn = partial(judge_item, config=jconf, ship_evidence=store.keep_all)
+    landed: set[str] = set()
     for done in executor.map(fn, _batches(todo, samples, records or {}, config.executor, executor), jconf):
         item: JudgeItem = done.item
+        if item.key in landed:  # never counted twice, whatever an executor sends back
+            continue
+        landed.add(item.key)
         folder = Path(item.folder) if item.folder else store.folder(item.sample.sample_id, item.index)
         if done.error:
             verdict = Verdict(item.sample.sample_id, False, "error", sandbox=str(jconf.isolation),

@@ -79,7 +79,8 @@ class Tally:
     prepared: dict = field(default_factory=dict)  # node -> set of env keys it made ready
 
     def to_dict(self) -> dict:
-        return {"items_per_node": dict(sorted(self.items.items())), "errors_per_node": dict(sorted(self.errors.items())),
+        return {"items_per_node": dict(sorted(self.items.items())),
+                "errors_per_node": dict(sorted(self.errors.items())),
                 "environments_per_node": {n: sorted(k) for n, k in sorted(self.prepared.items())}}
 
 

@@ -6,6 +6,7 @@ prepares or raises `EnvironmentsMissing`; the builder made them itself).
 from __future__ import annotations
 
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from itertools import islice
 from typing import Any, Callable, Iterator, Sequence
 
 from ..judge import JudgeConfig
@@ -22,24 +23,19 @@ class LocalExecutor(Executor):
         super().__init__()
         self.parallelism = max(1, workers)
 
-    def map(self, fn: Callable[[Any], Any], batches: Sequence[Batch], judge: JudgeConfig | None = None) -> Iterator[Done]:
+    def map(self, fn: Callable[[Any], Any], batches: Sequence[Batch],
+            judge: JudgeConfig | None = None) -> Iterator[Done]:
         items = [item for batch in batches for item in batch.items]  # batches come grouped by repository
         with ThreadPoolExecutor(max_workers=self.parallelism) as pool:
-            todo = iter(items)
-            running = {}
-            for item in todo:  # at most 2 x parallelism in flight, in order, so a repository's cache stays warm
-                running[pool.submit(fn, item)] = item
-                if len(running) >= 2 * self.parallelism:
-                    break
+            todo = iter(items)  # at most 2 x parallelism in flight, in order: a repository's file cache stays warm
+            running = {pool.submit(fn, item): item for item in islice(todo, 2 * self.parallelism)}
             while running:
                 finished, _ = wait(running, return_when=FIRST_COMPLETED)
                 for future in finished:
                     item = running.pop(future)
                     try:
                         done = Done(item, future.result(), NODE)
-                    except Exception as exc:  # noqa: BLE001 - fn should not raise; if it does, the item is a harness error
+                    except Exception as exc:  # noqa: BLE001 - fn should not raise; if it does: a harness error
                         done = Done(item, None, NODE, f"{type(exc).__name__}: {exc}")
                     yield self.count(done)
-                    nxt = next(todo, None)
-                    if nxt is not None:
-                        running[pool.submit(fn, nxt)] = nxt
+                    running.update({pool.submit(fn, nxt): nxt for nxt in islice(todo, 1)})
