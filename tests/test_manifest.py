@@ -202,7 +202,7 @@ def test_packaged_manifests_parse(which) -> None:
 
 def test_default_manifest_size_and_pins() -> None:
     m = load_manifest(default_manifest_path())
-    assert len(m.repos) >= 15
+    assert len(m.repos) >= 50
     by_name = {r.name: r for r in m.repos}
     assert "pytest<9" in by_name["docopt-ng"].extra_test_requires
     assert by_name["schema"].source == "pypi:schema==0.7.8"
