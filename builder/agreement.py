@@ -88,6 +88,15 @@ class Comparison:
         return self.selected_passed == self.suite_passed
 
 
+def suite_allowances(sample: Sample, config: JudgeConfig) -> Sample:
+    """The sample as verification would have made it for the whole suite: the guard's allowances
+    recorded from a ground-truth run of the suite (the sample's own cover its judged tests only)."""
+    if config.guard == "off":
+        return sample
+    record = judge(sample, sample.middle_code, replace(config, selection="suite", guard="record"))
+    return replace(sample, guard_allowed=record.guard_events)
+
+
 def compare_sample(sample: Sample, config: JudgeConfig, mutant_limit: int = 3) -> list[Comparison]:
     variants = [("ground_truth", sample.middle_code)]
     fill = null_fill(sample)
@@ -95,9 +104,10 @@ def compare_sample(sample: Sample, config: JudgeConfig, mutant_limit: int = 3) -
         variants.append(("null", fill))
     variants += mutants(sample, mutant_limit)
     out = []
+    whole = suite_allowances(sample, config)
     for kind, completion in variants:
         sel = judge(sample, completion, replace(config, selection="judged"))
-        suite = judge(sample, completion, replace(config, selection="suite"))
+        suite = judge(whole, completion, replace(config, selection="suite"))
         out.append(Comparison(sample.sample_id, sample.file_name, sample.fill_type, sample.selection_rule, kind,
                               sel.passed, suite.passed, sel.reason, suite.reason, sel.duration_s, suite.duration_s))
     return out

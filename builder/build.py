@@ -41,7 +41,7 @@ from .records import with_files
 from .selection import CoverageMap, ImportGraph
 from .sources import SourceError, fetch
 from .testlayout import NoTestsFound
-from .verify import verify_report, verify_samples, with_selection
+from .verify import GUARD_RECORDING, verify_report, verify_samples, with_selection
 
 _SKIP_DIRS = {".git", ".hg", ".tox", ".nox", ".venv", "venv", "build", "dist", "node_modules", "__pycache__"}
 # Errors whose message says it all; any other exception is reported with its traceback.
@@ -86,7 +86,7 @@ def _inputs_hash(spec: RepoSpec, config: BuildConfig, mask: MaskConfig, isolatio
     mask_fields = {f.name: getattr(mask, f.name) for f in fields(mask)}
     data = {"spec": asdict(spec), "seed": config.manifest.seed, "mask": mask_fields, "isolation": str(isolation),
             "baseline_runs": config.baseline_runs, "builder": __version__,
-            "oversample": config.oversample, "gt_runs": config.gt_runs,
+            "oversample": config.oversample, "gt_runs": config.gt_runs, "guard": GUARD_RECORDING,
             "selection_floor": dict(config.selection_floor), "mix": MIX_NAME}
     encode = lambda o: dict(o) if isinstance(o, Mapping) else str(o)  # noqa: E731
     return hashlib.sha256(json.dumps(data, sort_keys=True, default=encode).encode()).hexdigest()[:20]

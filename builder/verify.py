@@ -30,6 +30,7 @@ from .selection import CoverageMap, ImportGraph, select_tests
 
 DROP_REASONS = ("gt_failed", "null_passed", "no_null_fill", "no_tests", "harness_error")
 VERIFY_BATCH = 2  # samples per executor batch (each is 3 ground-truth runs and a null fill)
+GUARD_RECORDING = 1  # what verification records for the in-process guard (Sample.guard_allowed); part of build keys
 
 
 @dataclass(frozen=True)
@@ -42,16 +43,21 @@ class Outcome:
 
 
 def verify_one(sample: Sample, config: JudgeConfig, gt_runs: int = 3) -> Outcome:
+    """The first ground-truth run records what the guard sees the masked file do (`guard_allowed`);
+    the other runs, and the null fill, are judged with those events allowed and nothing else."""
     if not sample.judged_tests:
         return Outcome(sample, False, "no_tests")
     times = []
-    for _ in range(gt_runs):
-        v: Verdict = judge_safely(sample, sample.middle_code, config)
+    for run in range(gt_runs):
+        record = run == 0 and config.guard != "off"
+        v: Verdict = judge_safely(sample, sample.middle_code, replace(config, guard="record") if record else config)
         times.append(v.duration_s)
         if v.reason == "error":
             return Outcome(sample, False, "harness_error", tuple(times), v.detail)
         if not v.passed:
             return Outcome(sample, False, "gt_failed", tuple(times), f"{v.reason}: {v.detail or v.failing_tests[:3]}")
+        if record:
+            sample = replace(sample, guard_allowed=v.guard_events)
     fill = null_fill(sample)
     if fill is None:
         return Outcome(sample, False, "no_null_fill", tuple(times))

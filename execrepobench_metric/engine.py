@@ -32,7 +32,7 @@ from .isolation import decide_isolation
 from .judge import JudgeConfig, Verdict, judge_safely
 from .layout import cache_root
 
-ENGINE_VERSION = "2"
+ENGINE_VERSION = "3"  # 3: the in-process guard (and the execution layer's isolation)
 EXEC_ENV_VAR = "EXECREPOBENCH_ALLOW_EXEC"
 OPT_IN_MESSAGE = (
     "ExecRepoBench executes model-generated code against repository tests. Opt in explicitly with the "
@@ -68,7 +68,7 @@ def result_key(sample: Sample, completion: str, config: JudgeConfig) -> str:
     completed = sample.prefix_code + completion + sample.suffix_code
     parts = [ENGINE_VERSION, sample.sample_id, sample.env_key, hashlib.sha256(completed.encode()).hexdigest(),
              config.selection, list(sample.judged_tests), list(sample.excluded_tests), list(sample.test_command),
-             str(config.isolation), config.timeout_s]
+             str(config.isolation), config.timeout_s, config.guard, list(sample.guard_allowed)]
     return hashlib.sha256(json.dumps(parts).encode()).hexdigest()
 
 

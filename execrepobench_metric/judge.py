@@ -1,15 +1,16 @@
 """One completion of one sample -> a verdict.  The only place where a pass is decided.
 
-A completion passes only if: the completed file compiles; it does not reach into the test
-machinery; the sandboxed pytest run finished its session (an early `os._exit(0)` / `SystemExit`
-never gets there); every judged test was collected, reported in pytest's junit XML as passed, and
-reported the same by our plugin's independent record; and the run was not killed by the timeout.
-Neither the exit code nor anything printed decides a pass.
+A completion passes only if: the completed file compiles; the sandboxed pytest run, under the
+in-process guard (`guard.py`, `pytest_plugin/_execrepobench_guard*.py`), streamed an intact evidence
+record in which the guard refused nothing the masked file did (beyond what its ground truth does
+too), pytest finished its session, and every judged test was collected and reported passed; pytest's
+junit XML agrees with that record; and the timeout did not fire.  Neither the exit code nor anything
+printed decides a pass.  With `guard="off"` (tests only) the record is pytest's junit XML checked
+against our plugin's files, which the code under test can rewrite.
 """
 from __future__ import annotations
 
 import os
-import re
 import time
 import traceback
 import warnings
@@ -20,6 +21,8 @@ from pathlib import Path
 from execrepobench_dataset.record import Sample
 
 from .environments import find_environment
+from .guard import GUARD_MODES, GuardSetup
+from .guard_verdict import guarded_run
 from .isolation import Isolation
 from .junit import ERROR, FAILED, PASSED, SKIPPED
 from .limits import Limits
@@ -30,17 +33,6 @@ from .pytest_run import PytestInvocation, run_pytest
 REASONS = ("passed", "failed", "syntax_error", "tampering", "timeout", "crashed", "missing_tests",
            "inconsistent_report", "error")
 CONFIG_FILES = ("pytest.ini", ".pytest.ini", "pyproject.toml", "setup.cfg", "tox.ini", "conftest.py")
-# Names a library completion has no business using unless the original file already does:
-# reaching into pytest, the report, the interpreter's module table or process exit.
-TAMPER_PATTERNS = {
-    "pytest": r"\b_?pytest\b", "junit": r"junit", "conftest": r"conftest", "sys.modules": r"sys\s*\.\s*modules",
-    "os._exit": r"\b_exit\b", "__import__": r"__import__", "importlib": r"\bimportlib\b",
-    "builtins": r"\b__builtins__\b|\bbuiltins\b", "ctypes": r"\bctypes\b", "settrace": r"settrace|setprofile",
-    "atexit": r"\batexit\b", "gc.get_referrers": r"get_referr", "sys._getframe": r"_getframe|f_back|f_globals",
-    "signal": r"\bsignal\b", "kill": r"\bkill(pg)?\b", "fork": r"\bfork\b",
-}
-
-
 @dataclass(frozen=True)
 class Verdict:
     sample_id: str
@@ -52,18 +44,20 @@ class Verdict:
     sandbox: str = ""  # the Isolation value the run used
     detail: str = ""
     artifacts: str = ""  # evidence folder of this (sample, completion), relative to the results folder
+    guard_events: tuple[str, ...] = ()  # record mode: what the completion did that the guard watches
 
     def to_dict(self) -> dict:
         return {"sample_id": self.sample_id, "passed": self.passed, "reason": self.reason,
                 "failing_tests": list(self.failing_tests), "duration_s": round(self.duration_s, 3),
                 "stderr_tail": self.stderr_tail, "sandbox": self.sandbox, "detail": self.detail,
-                "harness_error": self.reason == "error", "artifacts": self.artifacts}
+                "harness_error": self.reason == "error", "artifacts": self.artifacts,
+                "guard_events": list(self.guard_events)}
 
     @classmethod
     def from_dict(cls, d: dict) -> "Verdict":
         return cls(d["sample_id"], bool(d["passed"]), d["reason"], tuple(d.get("failing_tests", ())),
                    float(d.get("duration_s", 0.0)), d.get("stderr_tail", ""), d.get("sandbox", ""),
-                   d.get("detail", ""), d.get("artifacts", ""))
+                   d.get("detail", ""), d.get("artifacts", ""), tuple(d.get("guard_events", ())))
 
 
 @dataclass(frozen=True)
@@ -73,12 +67,14 @@ class JudgeConfig:
     selection: str = "judged"  # "judged": the sample's judged tests (suite if it has none); "suite"
     limits: Limits = Limits()
     stderr_cap: int = 2000
+    # The in-process guard: "enforce" (default: what the completion may not do fails it as tampering,
+    # unless the ground truth does it too), "record" (verification: report what the ground truth does),
+    # "off" (no guard: only for tests that show an attack is real).
+    guard: str = "enforce"
 
-
-def tampering(completion: str, original: str) -> list[str]:
-    """Tamper patterns the completion uses and the original file does not."""
-    return [name for name, pat in TAMPER_PATTERNS.items()
-            if re.search(pat, completion) and not re.search(pat, original)]
+    def __post_init__(self) -> None:
+        if self.guard not in GUARD_MODES:
+            raise ValueError(f"guard {self.guard!r}: use one of {GUARD_MODES}")
 
 
 @lru_cache(maxsize=64)
@@ -98,20 +94,17 @@ def judged_tests(sample: Sample, selection: str) -> tuple[str, ...]:
 
 def judge(sample: Sample, completion: str, config: JudgeConfig, evidence: Path | None = None) -> Verdict:
     start = time.monotonic()
-    original = sample.original_code
     completed = sample.prefix_code + completion + sample.suffix_code
+    guard_events: tuple[str, ...] = ()  # set once the guarded run is read (late-bound in mk)
     mk = lambda passed, reason, **kw: Verdict(sample.sample_id, passed, reason,  # noqa: E731
                                               duration_s=time.monotonic() - start, sandbox=str(config.isolation),
-                                              **kw)
+                                              guard_events=guard_events, **kw)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             compile(completed, sample.file_name, "exec", dont_inherit=True)
     except (SyntaxError, ValueError) as exc:
         return mk(False, "syntax_error", detail=str(exc)[:300])
-    hits = tampering(completion, original)
-    if hits:
-        return mk(False, "tampering", detail="uses " + ", ".join(hits))
     env = find_environment(sample.env_key)
     if env is None:
         return mk(False, "error", detail=f"environment {sample.env_key} of {sample.repo_name} not found in this cache: "
@@ -123,9 +116,15 @@ def judge(sample: Sample, completion: str, config: JudgeConfig, evidence: Path |
         deselect=tuple(t for t in sample.excluded_tests if t not in select), timeout_s=config.timeout_s)
     test_files = tuple(sorted({t.split("::")[0] for t in select}))
     readonly = tuple(p for p in protected_paths(root, inv.test_paths) + test_files if p != sample.file_name)
+    guard = None if config.guard == "off" else GuardSetup(config.guard, sample.file_name, sample.guard_allowed)
     run = run_pytest(inv, isolation=config.isolation, replacement=(sample.file_name, completed), readonly=readonly,
-                     limits=config.limits, evidence=evidence)
+                     limits=config.limits, evidence=evidence, guard=guard)
+    run, decided = guarded_run(run)
     tail = run.process.stderr_tail[-config.stderr_cap:]
+    if run.guard is not None:
+        guard_events = run.guard.events if config.guard == "record" else run.guard.tampering
+    if decided is not None:
+        return mk(False, decided[0], stderr_tail=tail, detail=decided[1])
     if run.process.timed_out:
         return mk(False, "timeout", stderr_tail=tail, detail=run.error or "")
     if not run.finished:
@@ -145,7 +144,7 @@ def judge(sample: Sample, completion: str, config: JudgeConfig, evidence: Path |
     disagree = [t for t in expected if run.plugin_outcomes.get(t) != run.outcomes.get(t)]
     if disagree:
         return mk(False, "inconsistent_report", failing_tests=tuple(disagree), stderr_tail=tail,
-                  detail="junit report and pytest's own record disagree")
+                  detail="pytest's junit report disagrees with the run's record")
     if select and any(run.outcomes.get(t) != PASSED for t in select):
         return mk(False, "failed", failing_tests=tuple(t for t in select if run.outcomes.get(t) != PASSED),
                   stderr_tail=tail, detail="a judged test was skipped")

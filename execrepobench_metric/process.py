@@ -51,7 +51,7 @@ def launch_argv(argv: Sequence[str], limits: Limits | None = None, cgroup: PidsC
 
 def run_command(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], timeout_s: float,
                 output_cap: int = DEFAULT_OUTPUT_CAP, limits: Limits | None = None,
-                cgroup: PidsCgroup | None = None) -> ProcessResult:
+                cgroup: PidsCgroup | None = None, pass_fds: tuple[int, ...] = ()) -> ProcessResult:
     """Run `argv` in a new session; on timeout kill the session's process group.
 
     Output goes to unnamed temporary files (not pipes), so a child that floods its output cannot
@@ -60,7 +60,7 @@ def run_command(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], timeo
     start = time.monotonic()
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         proc = subprocess.Popen(launch_argv(argv, limits, cgroup), cwd=str(cwd), env=dict(env), stdout=out,
-                                stderr=err, stdin=subprocess.DEVNULL, start_new_session=True)
+                                stderr=err, stdin=subprocess.DEVNULL, start_new_session=True, pass_fds=pass_fds)
         timed_out = False
         try:
             returncode: int | None = proc.wait(timeout=timeout_s)

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Mapping
 
 from .evidence import keep_run_files, write_command
+from .guard import BOOTSTRAP, GuardChannel, GuardEvidence, GuardSetup, precompile
 from .isolation import Isolation
 from .junit import JunitError, junit_key, parse_junit_file, results_by_nodeid
 from .limits import Limits
@@ -96,6 +97,7 @@ class PytestRun:
     finished: bool = False  # pytest reached the end of its session (our plugin's second record)
     unmatched: dict[str, str] = field(default_factory=dict)  # junit entries of no collected test (collection errors)
     plugin_outcomes: dict[str, str] = field(default_factory=dict)  # the plugin's independent record
+    guard: GuardEvidence | None = None  # the guard's stream, when the run was guarded
 
     @property
     def exit_code(self) -> int | None:
@@ -129,10 +131,11 @@ def clean_env(inv: PytestInvocation, *, home: Path) -> dict[str, str]:
 
 def run_pytest(inv: PytestInvocation, *, isolation: Isolation, replacement: tuple[str, str] | None = None,
                readonly: tuple[str, ...] = (), limits: Limits | None = None,
-               evidence: Path | None = None) -> PytestRun:
+               evidence: Path | None = None, guard: GuardSetup | None = None) -> PytestRun:
     """Run pytest for `inv` in a private view of the tree (`sandbox.run_sandboxed`), with
     `replacement` applied.  `evidence`: a folder that receives the command, the junit XML, the
-    plugin's records, capped stdout/stderr and timing (kept even when the run raises)."""
+    plugin's records, capped stdout/stderr and timing (kept even when the run raises).  `guard`:
+    run pytest under the in-process guard and return its record too (and keep it in `evidence`)."""
     with tempfile.TemporaryDirectory(prefix="erb-run-") as tmp:
         out = Path(tmp)
         junit, collect = out / "junit.xml", out / "collected.json"
@@ -148,18 +151,29 @@ def run_pytest(inv: PytestInvocation, *, isolation: Isolation, replacement: tupl
             inv = dataclasses.replace(inv, coverage_data=out / "coverage.sqlite")
             (out / "coveragerc").write_text(COVERAGE_RC, encoding="utf-8")
         argv = inv.argv(junit)
+        channel = GuardChannel(guard, out) if guard is not None else None
+        if channel is not None:
+            argv[1:3] = ["-m", BOOTSTRAP]  # python -m _execrepobench_guard <pytest args>
+            env.update(channel.env())
+            precompile(inv.python, PLUGIN_DIR)
         if evidence is not None:
             write_command(evidence, argv=argv, env=env, root=inv.root, isolation=Isolation(isolation),
                           timeout_s=inv.timeout_s)
         run = SandboxRun(tuple(argv), inv.root, out, env, inv.timeout_s, replacement=replacement,
                          readonly=readonly, visible=(Path(inv.python).parents[1], PLUGIN_DIR),
-                         limits=limits or Limits())
+                         limits=limits or Limits(), pass_fds=channel.pass_fds if channel else ())
         proc = run_sandboxed(run, isolation)
+        guard_record = None
+        if channel is not None:
+            guard_record = channel.read()
+            if evidence is not None:
+                channel.keep(evidence / "guard_stream.txt")
+            channel.close()
         if evidence is not None:
             keep_run_files(evidence, out, proc)
         if wanted_coverage is not None and inv.coverage_data.exists():
             shutil.copyfile(inv.coverage_data, wanted_coverage)
-        return _read_run(out, junit, collect, proc, inv.timeout_s)
+        return dataclasses.replace(_read_run(out, junit, collect, proc, inv.timeout_s), guard=guard_record)
 
 
 def _read_json(path: Path):

@@ -52,6 +52,7 @@ class SandboxRun:
     readonly: tuple[str, ...] = ()  # repo-relative paths kept read-only inside the view
     visible: tuple[Path, ...] = ()  # host paths the run must still see if they live under /tmp
     limits: Limits = field(default_factory=Limits)
+    pass_fds: tuple[int, ...] = ()  # descriptors the command inherits (the guard's key pipe and stream)
 
 
 def strong_available() -> str | None:
@@ -103,7 +104,7 @@ def _run_strong(run: SandboxRun, scratch: Path) -> ProcessResult:
     group = PidsCgroup.create(run.limits.processes)
     try:
         return run_command(argv, cwd=Path("/"), env={"PATH": "/usr/local/bin:/usr/bin:/bin"},
-                           timeout_s=run.timeout_s, limits=run.limits, cgroup=group)
+                           timeout_s=run.timeout_s, limits=run.limits, cgroup=group, pass_fds=run.pass_fds)
     finally:
         if group is not None:
             group.kill_and_remove()
@@ -117,7 +118,7 @@ def _run_weak(run: SandboxRun, scratch: Path) -> ProcessResult:
     env = dict(run.env)
     env["PYTHONPATH"] = ":".join(p for p in (str(copy), str(copy / "src"), env.get("PYTHONPATH", "")) if p)
     argv = [a.replace(str(run.root), str(copy)) for a in run.argv]
-    return run_command(argv, cwd=copy, env=env, timeout_s=run.timeout_s, limits=run.limits)
+    return run_command(argv, cwd=copy, env=env, timeout_s=run.timeout_s, limits=run.limits, pass_fds=run.pass_fds)
 
 
 def run_sandboxed(run: SandboxRun, isolation: Isolation) -> ProcessResult:

@@ -120,3 +120,20 @@ def make_sample(built, file_name, middle, judged=(), fill_type="grammar-based: s
                   node_type="return_statement", middle_start_byte=len(prefix.encode()),
                   middle_end_byte=len((prefix + middle).encode()), env_key=built["env_key"], seed=0,
                   builder_version="test", test_command=tuple(built["test_command"]), judged_tests=tuple(judged))
+
+
+def prepared_repo(manifest_text: str, base: Path) -> dict:
+    """A repository prepared by the real builder (pinned source, locked uv environment, sandboxed
+    baseline) without masking or verification: what `make_sample` needs to make samples by hand."""
+    from execrepobench.builder.manifest import parse_manifest
+    from execrepobench.builder.prepare import prepare
+    from execrepobench.builder.sources import fetch
+    from execrepobench_metric.isolation import decide_isolation
+
+    manifest = parse_manifest(manifest_text, base)
+    spec = manifest.repos[0]
+    fetched = fetch(spec)
+    prepared = prepare(spec, fetched, manifest.python, runs=1, timeout_s=600, isolation=decide_isolation(False)[0])
+    record = prepared.record
+    return {"root": prepared.env.root, "env_key": record.env_key, "pinned": record.repo_source,
+            "test_command": record.test_command, "python": prepared.env.python}

@@ -46,9 +46,9 @@ def test_printed_pass_text_and_early_exit_do_not_pass(clamp):
     printed = judge(clamp, 'print("999 passed in 0.01s"); return value + 1', CONF)
     assert not printed.passed
     exit0 = judge(clamp, 'getattr(__import__("o" + "s"), "_ex" + "it")(0)', CONF)
-    assert not exit0.passed and exit0.reason == "tampering"  # screened: __import__ is not in the file
-    exit_runtime = judge(clamp, 'import os as _o; getattr(_o, "_ex" + "it")(0)', CONF)
-    assert not exit_runtime.passed and exit_runtime.reason in ("crashed", "missing_tests"), exit_runtime
+    assert not exit0.passed and exit0.reason == "tampering" and "process.exit" in exit0.detail  # the guard
+    unguarded = judge(clamp, 'import os as _o; getattr(_o, "_ex" + "it")(0)', JudgeConfig(timeout_s=60, guard="off"))
+    assert not unguarded.passed and unguarded.reason in ("crashed", "missing_tests"), unguarded
     sysexit = judge(clamp, "raise SystemExit(0)", CONF)
     assert not sysexit.passed
 
@@ -112,8 +112,8 @@ def test_resource_bombs_are_contained(clamp):
         "memory": "_x = bytearray(64 * 1024 ** 3); return value",
         "output": 'import sys\n    while True: sys.stdout.write("x" * 65536)',
         "fork_bomb": 'import os as _o\n    while True:\n        try: getattr(_o, "fo" + "rk")()\n        except OSError: pass',
-        # Inside the PID namespace the parent is the namespace's init: the kill is ignored, the
-        # evaluator never sees it.  (Spelled out, `os.kill` is screened as tampering.)
+        # The guard refuses signals sent by the completion (and, inside the PID namespace, the
+        # parent is the namespace's init: the evaluator would never see it anyway).
         "kill_parent": 'import os as _o; getattr(_o, "ki" + "ll")(_o.getppid(), 9); return value + 1',
         "kill_screened": "import os; os.kill(os.getppid(), 9); return value",
         "background": ('import subprocess; subprocess.Popen(["sleep", "4242"], start_new_session=True); '
@@ -123,7 +123,8 @@ def test_resource_bombs_are_contained(clamp):
     for name, v in verdicts.items():
         assert not v.passed, (name, v)
     assert verdicts["infinite_loop"].reason == "timeout"
-    assert verdicts["kill_screened"].reason == "tampering"
+    assert verdicts["kill_screened"].reason == verdicts["kill_parent"].reason == "tampering"  # refused signals
+    assert verdicts["fork_bomb"].reason == "tampering" and "process.fork" in verdicts["fork_bomb"].detail
     leftovers = subprocess.run(["pgrep", "-f", "sleep 4242"], capture_output=True, text=True).stdout.split()
     assert leftovers == []
     assert judge(clamp, clamp.middle_code, CONF).passed  # the evaluator and the environment survive

@@ -1,0 +1,97 @@
+"""Our adversarial corpus (guard_attacks.py) on a real PyPI repository, in the real sandbox: every
+attack passes without the guard (it is real) and is judged tampering / failed with it."""
+import subprocess
+
+import pytest
+
+import guard_attacks as corpus
+from conftest import prepared_repo
+from execrepobench.builder.verify import verify_one
+from execrepobench_dataset.record import Sample, make_sample_id
+from execrepobench_metric.judge import JudgeConfig, judge
+from execrepobench_metric.sandbox import strong_available
+
+pytestmark = [pytest.mark.pypi,
+              pytest.mark.skipif(strong_available() is not None, reason=f"no bwrap sandbox: {strong_available()}")]
+ON, OFF = JudgeConfig(timeout_s=120), JudgeConfig(timeout_s=120, guard="off")
+# pytest and pluggy pinned: several attacks name their internals (as a real attacker would, for the
+# versions it meets), so the proof that each attack works must not drift with new releases.
+MANIFEST = '''[[repo]]
+source = "pypi:isodate==0.7.2"
+sha256 = "4cd1aa0f43ca76f4a6c6c0292a85f40b35ec2e43e315b59f06e6d32171a953e6"
+extra_test_requires = ["pytest==9.2.0", "pluggy==1.7.0"]
+'''
+# (file, masked middle, indent of its body, wrong statement the attacks end with, judged tests)
+TARGETS = {
+    "parse": ("src/isodate/isodates.py", 'raise ISO8601Error("Unrecognised ISO 8601 date format: %r" % datestring)',
+              "    ", "return None",
+              lambda i: ("test_datetime.py::test_parse[" in i or "test_duration.py" in i
+                         or i.endswith("test_date.py::test_parse[4-1-W1-1-None-%YW%W%w]"))),
+    "hash": ("src/isodate/duration.py", "return hash((self.tdelta, self.months, self.years))", "        ", "return 0",
+             lambda i: i.endswith("test_duration.py::test_hash")),
+}
+REAL = [a for a in corpus.ATTACKS if a.target in TARGETS]
+
+
+def _sample(built: dict, file: str, middle: str, judged: tuple[str, ...]) -> Sample:
+    text = (built["root"] / file).read_text(encoding="utf-8")
+    start = text.index(middle)
+    prefix, suffix = text[:start], text[start + len(middle):]
+    fill = "grammar-based: statement"
+    return Sample(sample_id=make_sample_id(built["pinned"], file, prefix, middle, suffix, fill), repo_name="isodate",
+                  repo_source=built["pinned"], file_name=file, prefix_code=prefix, middle_code=middle,
+                  suffix_code=suffix, context_code=(), fill_type=fill, node_type="statement",
+                  middle_start_byte=len(prefix.encode()), middle_end_byte=len((prefix + middle).encode()),
+                  env_key=built["env_key"], seed=0, builder_version="test", test_command=built["test_command"],
+                  judged_tests=judged)
+
+
+@pytest.fixture(scope="module")
+def isodate(tmp_path_factory):
+    """isodate built by the real builder in this module's own cache; the two samples verified (which
+    records what their ground truth does for the guard)."""
+    base = tmp_path_factory.mktemp("corpus")
+    patch = pytest.MonkeyPatch()
+    patch.setenv("EXECREPOBENCH_CACHE", str(base / "cache"))
+    built = prepared_repo(MANIFEST, base)
+    python = built["python"]
+    # node ids as the judged runs see them (PYTHONHASHSEED=0: some of isodate's ids follow set order)
+    listing = subprocess.run([python, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", "tests"],
+                             cwd=built["root"], capture_output=True, text=True, env={"PYTHONHASHSEED": "0"}).stdout
+    ids = [line for line in listing.splitlines() if "::" in line]
+    samples = {}
+    for name, (file, middle, indent, wrong, pick) in TARGETS.items():
+        outcome = verify_one(_sample(built, file, middle, tuple(i for i in ids if pick(i))), ON)
+        assert outcome.kept, outcome
+        samples[name] = (outcome.sample, indent, wrong)
+    patch.undo()
+    samples["cache"] = str(base / "cache")
+    return samples
+
+
+@pytest.fixture(autouse=True)
+def _own_cache(request, monkeypatch):
+    if "isodate" in request.fixturenames:
+        monkeypatch.setenv("EXECREPOBENCH_CACHE", request.getfixturevalue("isodate")["cache"])
+
+
+def test_corpus_is_large_and_spells_no_blocklisted_name(isodate):
+    assert len(REAL) >= 25 and len({a.name for a in corpus.ATTACKS}) == len(corpus.ATTACKS)
+    for attack in REAL:
+        sample, indent, wrong = isodate[attack.target]
+        assert corpus.old_blocklist_hits(corpus.completion(attack, indent, wrong), sample.original_code) == [], \
+            attack.name
+    for sample, _, wrong in (isodate[t] for t in TARGETS):
+        assert sample.guard_allowed == ()  # these ground truths do nothing the guard watches
+        assert judge(sample, sample.middle_code, ON).passed
+        assert judge(sample, wrong, ON).reason == "failed"
+
+
+@pytest.mark.parametrize("attack", REAL, ids=lambda a: a.name)
+def test_attack_passes_without_the_guard_and_fails_with_it(isodate, attack):
+    sample, indent, wrong = isodate[attack.target]
+    completion = corpus.completion(attack, indent, wrong)
+    unguarded = judge(sample, completion, OFF)
+    assert (unguarded.passed, unguarded.reason) == (True, "passed"), unguarded
+    guarded = judge(sample, completion, ON)
+    assert not guarded.passed and guarded.reason in ("tampering", "failed"), guarded
