@@ -173,8 +173,10 @@ def _make(record: RepoRecord, root: Path, final: Path) -> Environment:
     lock_file.write_text("".join(line + "\n" for line in record.lock), encoding="utf-8")
     if record.lock:
         hashes = all(_HASH_OPT.search(" " + line) for line in record.lock)
-        run_uv("pip", "install", "--quiet", "--python", python, "--no-deps", *(["--require-hashes"] if hashes else []),
-               "-r", str(lock_file), repo=name)
+        # Byte-compiled at install: judged runs never write bytecode, so without this every run would
+        # compile pytest and the dependencies again (the project's own tree stays uncompiled).
+        run_uv("pip", "install", "--quiet", "--python", python, "--no-deps", "--compile-bytecode",
+               *(["--require-hashes"] if hashes else []), "-r", str(lock_file), repo=name)
     run_uv("pip", "install", "--quiet", "--python", python, "--no-deps", "--editable", str(root), repo=name)
     freeze = tuple(run_uv("pip", "freeze", "--python", python, repo=name).splitlines())
     check_freeze(record, freeze)

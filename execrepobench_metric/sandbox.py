@@ -84,8 +84,10 @@ def _bwrap_args(run: SandboxRun, merged: Path) -> list[str]:
     for rel in run.readonly:
         if (run.root / rel).exists():
             args += ["--ro-bind", str(merged / rel), str(run.root / rel)]
+    # --cap-drop ALL: bwrap started as root would otherwise leave the run nearly every capability
+    # (e.g. reading another process's memory from a child it spawns).
     args += ["--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
-             "--die-with-parent", "--new-session", "--clearenv", "--chdir", str(run.root)]
+             "--cap-drop", "ALL", "--die-with-parent", "--new-session", "--clearenv", "--chdir", str(run.root)]
     for key, value in sorted(run.env.items()):
         args += ["--setenv", key, value]
     return args + ["--", *run.argv]
