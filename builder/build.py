@@ -27,6 +27,7 @@ from execrepobench_dataset.record import Sample, make_sample_id, read_jsonl, wri
 from execrepobench_dataset.repo_record import RepoRecord, read_repo_records, write_repo_records
 from execrepobench_dataset.stats import compute_statistics
 from execrepobench_dataset.version import __version__
+from execrepobench_metric.executors import Executor, ExecutorConfig, open_executor
 from execrepobench_metric.isolation import Isolation, decide_isolation
 from execrepobench_metric.judge import JudgeConfig
 
@@ -70,6 +71,7 @@ class BuildConfig:
     # fill type -> narrowest selection rule allowed ("coverage" when absent); widen a kind of sample
     # here if benchmarks/bench_selection.py ever finds its selected verdicts disagreeing with the suite.
     selection_floor: Mapping[str, str] = field(default_factory=dict)
+    executor: ExecutorConfig = field(default_factory=ExecutorConfig)  # where verification runs (local, ray)
 
 
 def python_files(root: Path) -> list[str]:
@@ -158,10 +160,12 @@ def read_pool(root: Path) -> dict[str, str]:
 
 def verify_repo(samples: list[Sample], wanted: int, baseline: Baseline, cov: CoverageMap, pool: dict[str, str],
                 config: BuildConfig, isolation: Isolation, name: str,
-                more: Callable[[dict[str, int], int], list[Sample]] | None = None) -> tuple[list[Sample], dict]:
+                more: Callable[[dict[str, int], int], list[Sample]] | None = None, executor: Executor | None = None,
+                record: RepoRecord | None = None) -> tuple[list[Sample], dict]:
     """Select tests for each candidate, then verify candidates level by level until the repository's
     per-level quotas (the paper's mix, builder/mix.py) are kept; `more(needs, round)` masks extra
-    candidates for a level that runs out.  Kept samples return in candidate order."""
+    candidates for a level that runs out.  Kept samples return in candidate order.  Verification runs
+    on `executor` (default: local threads); `record` lets its remote nodes make the environment."""
     graph = ImportGraph(pool)
 
     def select(candidates: list[Sample]) -> list[Sample]:
@@ -171,11 +175,12 @@ def verify_repo(samples: list[Sample], wanted: int, baseline: Baseline, cov: Cov
 
     def verify(batch: list[Sample]) -> list:
         return verify_samples(batch, jconf, workers=config.workers, gt_runs=config.gt_runs,
-                              progress=config.progress, label=f"verify {name}")
+                              progress=config.progress, label=f"verify {name}", executor=executor, record=record)
 
     quotas = level_quotas(wanted, f"{config.manifest.seed}:{name}")
     # large batches: candidates of one masked file share their ground-truth runs (ground_truth.py)
-    mixed = verify_to_quotas(select(samples), quotas, verify, batch=max(VERIFY_BATCH, 2 * config.workers),
+    parallel = executor.parallelism if executor else config.workers
+    mixed = verify_to_quotas(select(samples), quotas, verify, batch=max(VERIFY_BATCH, 2 * parallel),
                              more=(lambda needs, round_: select(more(needs, round_))) if more else None)
     suite_s = statistics.median(baseline.durations_s) if baseline.durations_s else 0.0
     return mixed.kept, {**verify_report(mixed.outcomes, mixed.kept, len(baseline.passing), suite_s), **mixed.report,
@@ -194,8 +199,8 @@ def outcomes_by_coverage(outcomes: list, cov: CoverageMap) -> dict[str, int]:
     return dict(sorted(counts.items()))
 
 
-def build_repo(spec: RepoSpec, config: BuildConfig,
-               isolation: Isolation) -> tuple[list[Sample], dict, RepoRecord | None]:
+def build_repo(spec: RepoSpec, config: BuildConfig, isolation: Isolation,
+               executor: Executor | None = None) -> tuple[list[Sample], dict, RepoRecord | None]:
     """(verified samples, report entry, repository record) of one repository; the record is None
     unless it is ok.  Never raises for the repository's sake."""
     folder = config.out / "repos" / spec.name
@@ -247,7 +252,7 @@ def build_repo(spec: RepoSpec, config: BuildConfig,
             timings["coverage_s"] = lap()
             stage = "verification"
             kept, verified = verify_repo(candidates, wanted, prepared.baseline, cov, pool, config, isolation,
-                                         spec.name, more)
+                                         spec.name, more, executor, prepared.record)
             parts.update(verified)
             timings["verify_s"] = lap()
         status = "ok" if kept else "empty"
@@ -297,13 +302,14 @@ def write_atomic(path: Path, write) -> None:
     os.replace(tmp, path)
 
 
-def _build_repos(repos: list[RepoSpec], config: BuildConfig, isolation: Isolation) -> list[tuple]:
+def _build_repos(repos: list[RepoSpec], config: BuildConfig, isolation: Isolation,
+                 executor: Executor | None = None) -> list[tuple]:
     """`build_repo` of each repository, `config.repo_workers` at a time (the machine's cores stay busy
     while one repository waits on the network or on a single long test run); results in `repos` order."""
     bar = tqdm(total=len(repos), desc="build", unit="repo", disable=not config.progress)
 
     def one(spec: RepoSpec) -> tuple:
-        result = build_repo(spec, config, isolation)
+        result = build_repo(spec, config, isolation, executor)
         report = result[1]
         if report["status"] != "ok":
             where = f" at {report['phase']}" if report.get("phase") else ""
@@ -337,11 +343,13 @@ def build(config: BuildConfig) -> dict:
     samples: list[Sample] = []
     reports, records = [], []
     t0 = time.monotonic()
-    for spec, (repo_samples, report, record) in zip(repos, _build_repos(repos, config, isolation)):
-        if report["status"] == "ok":  # a repository that failed or ended empty ships nothing
-            samples += repo_samples
-        reports.append(report)
-        records += [record] if record else []
+    with open_executor(config.executor, config.workers) as executor:
+        for spec, (repo_samples, report, record) in zip(repos, _build_repos(repos, config, isolation, executor)):
+            if report["status"] == "ok":  # a repository that failed or ended empty ships nothing
+                samples += repo_samples
+            reports.append(report)
+            records += [record] if record else []
+        cluster = executor.report()
     tmp = config.out / "samples.jsonl.tmp"
     write_jsonl(samples, tmp)
     fingerprint = hashlib.sha256(tmp.read_bytes()).hexdigest()
@@ -351,5 +359,6 @@ def build(config: BuildConfig) -> dict:
     summary = summarize(reports, config.manifest, fingerprint, isolation_note=note)
     summary["build_wall_s"] = round(time.monotonic() - t0, 1)
     summary["repo_workers"] = config.repo_workers
+    summary["executor"] = cluster  # where verification ran: samples and environments per node
     write_report(summary, config.out, compute_statistics(samples, records, summary))
     return summary

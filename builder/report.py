@@ -97,6 +97,10 @@ def markdown(summary: dict) -> str:
         lines += [f"- {name}: tests found at {paths}" for name, paths in found]
     if summary.get("isolation_note"):
         lines += ["", summary["isolation_note"]]
+    cluster = summary.get("executor") or {}
+    if cluster.get("executor", "local") != "local":
+        lines += ["", f"verified on {cluster['executor']}: samples per node {cluster.get('items_per_node')}, "
+                      f"environments per node {cluster.get('environments_per_node')}"]
     verified = [r for r in summary["repos"] if "verify_candidates" in r]
     if verified:
         head = ["repo", "verified", "kept", "gt failed", "null passed", "null-pass share", "rules",

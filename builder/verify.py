@@ -16,20 +16,26 @@ In the order that costs least (the verdicts are the same as checking each sample
 Null fills: `execrepobench_metric.fills` (the metric's `prepare` checks the same way).  A judgement
 that fails for the harness's reasons (an `error` verdict, any exception) drops the sample as
 `harness_error`: it is never counted as a ground-truth failure, and never kept.
+Both steps run on an executor (`execrepobench_metric.executors`): local threads (the null fills in
+parallel, the ground truth as one shared group), or Ray nodes that make the repository's environment
+from its record first (the ground truth then split into one group per node slot).
 """
 from __future__ import annotations
 
 import statistics
 import traceback
 from collections import Counter
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
-from typing import Callable, Mapping
+from functools import partial
+from typing import Any, Callable, Mapping
 
 from tqdm import tqdm
 
 from execrepobench_dataset.record import Sample
+from execrepobench_dataset.repo_record import RepoRecord
 from execrepobench_metric.budget import time_budget
+from execrepobench_metric.executors import Batch, Executor, split
+from execrepobench_metric.executors.local import LocalExecutor
 from execrepobench_metric.fills import null_fill
 from execrepobench_metric.judge import JudgeConfig, judge_safely
 
@@ -37,6 +43,7 @@ from .ground_truth import GroundTruth, check_ground_truth
 from .selection import CoverageMap, ImportGraph, select_tests
 
 DROP_REASONS = ("gt_failed", "null_passed", "no_null_fill", "no_tests", "harness_error")
+VERIFY_BATCH = 2  # samples per executor batch (each is 3 ground-truth runs and a null fill)
 GUARD_RECORDING = 1  # what verification records for the in-process guard (Sample.guard_allowed); part of build keys
 VERIFY_SCHEME = 2  # 2: null fill first with fail fast and budgets, ground truth per masked file; part of build keys
 
@@ -121,8 +128,16 @@ def verify_one(sample: Sample, config: JudgeConfig, gt_runs: int = 3) -> Outcome
 
 
 def verify_samples(samples: list[Sample], config: JudgeConfig, *, workers: int, gt_runs: int = 3,
-                   progress: bool = True, label: str = "verify") -> list[Outcome]:
-    """One outcome per sample, in the order of `samples` (see the module doc for the steps)."""
+                   progress: bool = True, label: str = "verify", executor: Executor | None = None,
+                   record: RepoRecord | None = None) -> list[Outcome]:
+    """One outcome per sample, in the order of `samples` (see the module doc for the steps).  On
+    `executor` (default: `workers` local threads); `record` lets a remote node make the repository's
+    environment.  A sample its node could not verify (environment not made there, node lost) is a
+    `harness_error`, never a ground-truth failure."""
+    if not samples:
+        return []
+    executor = executor or LocalExecutor(workers)
+    by_id = {s.sample_id: s for s in samples}
     found: dict[str, Outcome] = {}
     todo = []
     for s in samples:
@@ -130,22 +145,54 @@ def verify_samples(samples: list[Sample], config: JudgeConfig, *, workers: int, 
         if dropped is not None:
             found[s.sample_id] = dropped
         else:
-            todo.append(s)
-    with tqdm(total=len(samples), desc=label, unit="sample", disable=not progress, leave=False) as bar, \
-            ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+            todo.append(replace(s, context_code=()))  # the context is not needed to judge
+    with tqdm(total=len(samples), desc=label, unit="sample", disable=not progress, leave=False) as bar:
         bar.update(len(found))
         survivors, null_s = [], {}
-        for sample, checked in pool.map(lambda s: _null_safely(s, config), todo):
+        for done in _on(executor, partial(_null_safely, config=config), todo, record, config):
+            if done.error:
+                found[done.item.sample_id] = Outcome(by_id[done.item.sample_id], False, "harness_error",
+                                                     detail=done.error)
+                bar.update(1)
+                continue
+            sample, checked = done.value
             if checked.reason != "null_failed":
                 found[sample.sample_id] = checked
                 bar.update(1)
             else:
                 survivors.append(sample)
                 null_s[sample.sample_id] = checked.null_s
-        for g in _ground_truth_safely(survivors, config, gt_runs):  # one shared run per round
-            found[g.sample.sample_id] = _outcome(g, null_s[g.sample.sample_id])
-            bar.update(1)
-    return [found[s.sample_id] for s in samples]
+        rank = {s.sample_id: n for n, s in enumerate(todo)}
+        survivors.sort(key=lambda s: rank[s.sample_id])  # the order of `samples`, whatever order they landed in
+        # local: one group (its runs are shared by all); Ray: a group per slot, so every node works
+        groups = [tuple(survivors)] if executor.shares_filesystem and survivors else \
+            split(survivors, len(survivors), executor.parallelism)
+        for done in _on(executor, partial(_ground_truth_safely, config=config, gt_runs=gt_runs), groups, record,
+                        config, key=lambda group: group[0].env_key):
+            results = done.value if not done.error else [
+                GroundTruth(s, False, "harness_error", detail=done.error) for s in done.item]
+            for g in results:
+                found[g.sample.sample_id] = _outcome(g, null_s.get(g.sample.sample_id, 0.0))
+                bar.update(1)
+    return [_with_context(found[s.sample_id], s) for s in samples]
+
+
+def _on(executor: Executor, fn: Callable[[Any], Any], items: list, record: RepoRecord | None, config: JudgeConfig,
+        key: Callable[[Any], str] = lambda s: s.env_key):
+    """fn over `items` on the executor, one batch per environment and slot."""
+    batches = [Batch(_repo_of(part[0]), env, part, record if record and record.env_key == env else None)
+               for env in dict.fromkeys(key(i) for i in items)
+               for part in split([i for i in items if key(i) == env], VERIFY_BATCH, executor.parallelism)]
+    return executor.map(fn, batches, config)
+
+
+def _repo_of(item: Any) -> str:
+    return item.repo_name if isinstance(item, Sample) else item[0].repo_name
+
+
+def _with_context(outcome: Outcome, original: Sample) -> Outcome:
+    """What verification recorded stays; the context comes back."""
+    return replace(outcome, sample=replace(outcome.sample, context_code=original.context_code))
 
 
 def verify_report(outcomes: list[Outcome], kept: list[Sample], suite_tests: int, suite_s: float) -> dict:

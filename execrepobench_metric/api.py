@@ -18,12 +18,15 @@ from typing import Any, Sequence
 
 from execrepobench_dataset.load import open_dataset
 from execrepobench_dataset.record import Sample
+from execrepobench_dataset.repo_record import RepoRecord
 
 from .engine import EngineConfig, judge_all, require_opt_in
+from .environments import environment_record
 from .evidence import default_root
+from .executors import ExecutorConfig, open_executor, require_executor
 from .inputs import SELECTIONS, InputError, check_inputs, check_prediction  # noqa: F401  (SELECTIONS: public here)
 from .judge import REASONS, JudgeConfig
-from .prepare import PrepareConfig, ensure_prepared
+from .prepare import EnvironmentsMissing, PrepareConfig, ensure_prepared
 from .scoring import edit_similarity, latex_row, summarize
 
 
@@ -55,6 +58,21 @@ def resolve_references(references: Sequence[Any], dataset: str | Path | None = N
                         load_dataset=_load_samples)[1]
 
 
+def repository_records(samples: Sequence[Sample], dataset: str | Path | None) -> dict[str, RepoRecord]:
+    """{env key: record} for every sample's environment: from `dataset`'s repository records, else from
+    the records kept with this cache's environments.  Raises `EnvironmentsMissing` naming the
+    repositories that have neither (a remote node could not make their environments)."""
+    wanted = {s.env_key: s.repo_name for s in samples}
+    found = {r.env_key: r for r in open_dataset(dataset).repositories} if dataset is not None else {}
+    found.update({k: r for k in wanted if k not in found and (r := environment_record(k)) is not None})
+    missing = sorted({name for key, name in wanted.items() if key not in found})
+    if missing:
+        raise EnvironmentsMissing(f"no repository record for {', '.join(missing)}: the executor's nodes make each "
+                                  "environment from its record. Pass the dataset (dataset=... / --dataset: a builder "
+                                  "output folder, a published folder or a Hub id). Nothing was judged.", missing)
+    return {k: found[k] for k in wanted}
+
+
 def normalize_predictions(predictions: Sequence[Any]) -> list[list[str]]:
     """One completion (str) or a non-empty list of completions per sample -> list of lists."""
     out, problems = [], []
@@ -72,12 +90,16 @@ def compute(predictions: Sequence[Any], references: Sequence[Any], *, k: Sequenc
             dataset: str | Path | None = None, allow_exec: bool | None = None,
             allow_weak_sandbox: bool = False, journal: str | Path | None = None, use_cache: bool = True,
             model_name: str = "model", progress: bool = True, prepare: bool | None = None,
-            keep_artifacts: bool = False, artifacts_dir: str | Path | None = None) -> dict[str, Any]:
+            keep_artifacts: bool = False, artifacts_dir: str | Path | None = None, executor: str = "local",
+            ray_address: str | None = None) -> dict[str, Any]:
     """Judge every completion and score: see `KWARGS_DESCRIPTION` in evaluate_module.py.
 
     Before anything is judged, every sample's environment must be in this cache: missing ones are
     prepared from `dataset`'s repository records when `prepare` (default: EXECREPOBENCH_PREPARE=1),
     else `prepare.EnvironmentsMissing` lists them with the `execrepobench prepare` command.
+    With `executor="ray"` (`ray_address`: "auto", "HOST:PORT", None for RAY_ADDRESS or a local instance)
+    the judgements run as Ray tasks and each node makes the environments it lacks from the repository
+    records (of `dataset`, else those kept with this cache's environments); nothing is prepared here.
     Raises `HarnessError` (carrying the full result) when any verdict is `error`."""
     # Every input is checked before anything runs: one InputError names every bad item.
     completions, samples = check_inputs(predictions, references, dataset=dataset, test_selection=test_selection,
@@ -86,13 +108,21 @@ def compute(predictions: Sequence[Any], references: Sequence[Any], *, k: Sequenc
     config = EngineConfig(judge=replace(JudgeConfig(), timeout_s=timeout, selection=test_selection),
                           allow_exec=allow_exec, allow_weak_sandbox=allow_weak_sandbox, use_cache=use_cache,
                           journal=Path(journal) if journal else None, progress=progress,
-                          keep_artifacts=keep_artifacts, artifacts=artifacts)
+                          keep_artifacts=keep_artifacts, artifacts=artifacts,
+                          executor=ExecutorConfig(name=executor, ray_address=ray_address))
     if num_workers is not None:
         config = replace(config, workers=num_workers)
     require_opt_in(config.allow_exec)  # before anything is prepared or run
-    ensure_prepared(samples, str(dataset) if dataset is not None else None, prepare,
-                    PrepareConfig(workers=config.workers, allow_weak_sandbox=allow_weak_sandbox, progress=progress))
-    verdicts, note = judge_all(samples, completions, config)
+    require_executor(config.executor)  # ray without the extra: one clear error
+    records: dict[str, RepoRecord] = {}
+    if executor == "local":
+        ensure_prepared(samples, str(dataset) if dataset is not None else None, prepare,
+                        PrepareConfig(workers=config.workers, allow_weak_sandbox=allow_weak_sandbox, progress=progress))
+    else:  # the nodes make what they lack, from the records
+        records = repository_records(samples, dataset)
+    with open_executor(config.executor, config.workers) as running:
+        verdicts, note = judge_all(samples, completions, config, executor=running, records=records)
+        cluster = running.report()
     passed = [[v.passed for v in row] for row in verdicts]
     result: dict[str, Any] = summarize(samples, passed, completions, ks=tuple(k))
     reasons = Counter(v.reason for row in verdicts for v in row)
@@ -102,6 +132,7 @@ def compute(predictions: Sequence[Any], references: Sequence[Any], *, k: Sequenc
     result["artifacts_base"] = str(artifacts.parent)  # each row's `artifacts` is relative to it
     result["sandbox"] = verdicts[0][0].sandbox if verdicts and verdicts[0] else ""
     result["sandbox_note"] = note
+    result["executor"] = cluster  # where the judgements ran: items and environments per node
     result["latex"] = latex_row(result, model_name)
     result["details"] = [
         {**v.to_dict(), "completion_index": j, "fill_type": s.fill_type, "repo_name": s.repo_name,

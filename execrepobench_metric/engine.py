@@ -1,5 +1,7 @@
-"""Judge many completions: opt-in check, the isolation decision, parallel workers grouped by
-repository, a content-hash result cache, a resume journal and the evidence folders.
+"""Judge many completions: opt-in check, the isolation decision, work grouped by repository and
+handed in batches to an executor (`executors`: local threads or a Ray cluster), a content-hash
+result cache, a resume journal and the evidence folders - all three on this machine (the driver),
+written as each verdict lands.
 
 Identical completed files of one sample (same environment, same judged tests) are run once: the
 result cache is keyed by a hash of all that decides the verdict.  The journal (JSONL) records each
@@ -12,17 +14,20 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import tempfile
 import threading
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
-from typing import Sequence
+from typing import Mapping, Sequence
 
 from tqdm import tqdm
 
 from execrepobench_dataset.record import Sample
+from execrepobench_dataset.repo_record import RepoRecord
 
-from .evidence import EvidenceStore
+from .evidence import EvidenceStore, pack_folder, unpack_folder
+from .executors import Batch, Executor, ExecutorConfig, open_executor, split
 from .isolation import decide_isolation
 from .judge import JudgeConfig, Verdict, judge_safely
 from .layout import cache_root
@@ -50,6 +55,7 @@ class EngineConfig:
     progress: bool = True
     artifacts: Path | None = None  # evidence root (None: under the cache, one folder per evaluation)
     keep_artifacts: bool = False  # keep evidence of every run (always kept for `error` verdicts)
+    executor: ExecutorConfig = field(default_factory=ExecutorConfig)  # where judgements run (local, ray)
 
 
 def require_opt_in(allow_exec: bool | None) -> None:
@@ -130,13 +136,42 @@ def validate_inputs(samples: Sequence[Sample], completions: Sequence[Sequence[st
                                 f"got {type(c).__name__}")
 
 
-def judge_all(samples: Sequence[Sample], completions: Sequence[Sequence[str]],
-              config: EngineConfig = EngineConfig()) -> tuple[list[list[Verdict]], str]:
-    """Verdicts for every completion of every sample, plus a note on the isolation used."""
+@dataclass(frozen=True)
+class JudgeItem:
+    """One completed file to judge: what an executor ships to where it runs."""
+
+    key: str  # result key
+    sample: Sample  # without its context (not needed to judge)
+    completion: str
+    index: int  # completion index (names the evidence folder)
+    folder: str | None = None  # evidence folder, when the item runs on this machine
+
+
+def judge_item(item: JudgeItem, config: JudgeConfig, ship_evidence: bool) -> tuple[Verdict, dict[str, bytes]]:
+    """Runs where the executor puts it.  (verdict, evidence files to send home: when `item.folder` is
+    None and the evidence is wanted - always for an `error` verdict)."""
+    if item.folder is not None:
+        return judge_safely(item.sample, item.completion, config, evidence=Path(item.folder)), {}
+    with tempfile.TemporaryDirectory(prefix="execrepobench-evidence-") as tmp:
+        verdict = judge_safely(item.sample, item.completion, config, evidence=Path(tmp) / "run")
+        files = pack_folder(Path(tmp) / "run") if ship_evidence or verdict.reason == "error" else {}
+    return verdict, files
+
+
+def judge_all(samples: Sequence[Sample], completions: Sequence[Sequence[str]], config: EngineConfig = EngineConfig(),
+              *, executor: Executor | None = None,
+              records: Mapping[str, RepoRecord] | None = None) -> tuple[list[list[Verdict]], str]:
+    """Verdicts for every completion of every sample, plus a note on the isolation used.
+
+    Runs on `executor` (default: the one `config.executor` names, opened and closed here); `records`
+    (env key -> repository record) let an executor's nodes make the environments they lack."""
     validate_inputs(samples, completions)
     require_opt_in(config.allow_exec)
     isolation, note = decide_isolation(config.allow_weak_sandbox)
     jconf = replace(config.judge, isolation=isolation)
+    if executor is None:
+        with open_executor(config.executor, config.workers) as own:
+            return judge_all(samples, completions, config, executor=own, records=records)
     cache = ResultCache() if config.use_cache else None
     journal = Journal(config.journal)
     store = EvidenceStore(config.artifacts, config.keep_artifacts)
@@ -149,39 +184,79 @@ def judge_all(samples: Sequence[Sample], completions: Sequence[Sequence[str]],
                 results[i][j] = journal.done[(sample.sample_id, j, key)]
                 continue
             groups.setdefault(key, []).append((i, j))
-    # Grouped by repository so a worker stays on one environment and its file cache stays warm.
+    # Grouped by repository so a worker (or a node) stays on one environment and its file cache stays warm.
     order = sorted(groups, key=lambda k: (samples[groups[k][0][0]].repo_name, groups[k][0]))
-    bar = tqdm(total=sum(len(v) for v in groups.values()), desc="judge", unit="run", disable=not config.progress)
+    bar = tqdm(total=sum(len(v) for v in groups.values()), desc=f"judge ({executor.name})", unit="run",
+               disable=not config.progress)
 
-    def work(key: str) -> None:
-        for (pi, pj), verdict in _judge_key(key, groups[key], samples, completions, jconf, cache, store):
-            results[pi][pj] = verdict
-            journal.record(samples[pi].sample_id, pj, key, verdict)
+    def land(key: str, verdict: Verdict, folder: Path | None) -> None:
+        for (pi, pj), final in _settle(key, groups[key], samples, completions, verdict, folder, cache, store):
+            results[pi][pj] = final
+            journal.record(samples[pi].sample_id, pj, key, final)
             bar.update(1)
 
-    with ThreadPoolExecutor(max_workers=max(1, config.workers)) as pool:
-        list(pool.map(work, order))
+    todo = []
+    for key in order:
+        cached = cache.get(key) if cache and not store.keep_all else None
+        if cached is not None:
+            land(key, cached, None)
+        else:
+            i, j = groups[key][0]
+            folder = str(store.folder(samples[i].sample_id, j)) if executor.shares_filesystem else None
+            todo.append(JudgeItem(key, replace(samples[i], context_code=()), completions[i][j], j, folder))
+    fn = partial(judge_item, config=jconf, ship_evidence=store.keep_all)
+    landed: set[str] = set()
+    for done in executor.map(fn, _batches(todo, samples, records or {}, config.executor, executor), jconf):
+        item: JudgeItem = done.item
+        if item.key in landed:  # never counted twice, whatever an executor sends back
+            continue
+        landed.add(item.key)
+        folder = Path(item.folder) if item.folder else store.folder(item.sample.sample_id, item.index)
+        if done.error:
+            verdict = Verdict(item.sample.sample_id, False, "error", sandbox=str(jconf.isolation),
+                              detail=f"harness error: {done.error}")
+        else:
+            verdict, files = done.value
+            unpack_folder(folder, files)
+        land(item.key, verdict, folder)
+        if executor.name != "local":
+            bar.set_postfix_str(" ".join(f"{n}:{c}" for n, c in sorted(executor.tally.items.items())))
     bar.close()
     store.close()
     return results, note  # type: ignore[return-value]  # every slot is filled above
 
 
-def _judge_key(key: str, positions: list[tuple[int, int]], samples: Sequence[Sample],
-               completions: Sequence[Sequence[str]], jconf: JudgeConfig, cache: ResultCache | None,
-               store: EvidenceStore) -> list[tuple[tuple[int, int], Verdict]]:
-    """One completed file (shared by `positions`): its verdict for each position, with evidence."""
-    i, j = positions[0]
-    sample, completion = samples[i], completions[i][j]
-    verdict = cache.get(key) if cache and not store.keep_all else None
-    if verdict is not None:
+def _batches(todo: list[JudgeItem], samples: Sequence[Sample], records: Mapping[str, RepoRecord],
+             econf: ExecutorConfig, executor: Executor) -> list[Batch]:
+    """Per repository: the items cut into batches, with the record that makes the environment and
+    the gold samples each node checks first (the repository's first by id, the same every run)."""
+    by_repo: dict[str, list[JudgeItem]] = {}
+    for item in todo:
+        by_repo.setdefault(item.sample.repo_name, []).append(item)
+    out = []
+    for repo, items in by_repo.items():
+        key = items[0].sample.env_key
+        mine = sorted((s for s in samples if s.repo_name == repo and s.env_key == key), key=lambda s: s.sample_id)
+        gold = tuple(replace(s, context_code=()) for s in mine[:econf.gold_samples])
+        min_parts = -(-executor.parallelism // len(by_repo))
+        for part in split(items, econf.batch_size, min_parts):
+            out.append(Batch(repo, key, part, records.get(key), gold))
+    return out
+
+
+def _settle(key: str, positions: list[tuple[int, int]], samples: Sequence[Sample],
+            completions: Sequence[Sequence[str]], verdict: Verdict, folder: Path | None, cache: ResultCache | None,
+            store: EvidenceStore) -> list[tuple[tuple[int, int], Verdict]]:
+    """A landed verdict of one completed file (shared by `positions`): cached, with evidence per position."""
+    if folder is None:  # from the result cache
         return [(pos, verdict) for pos in positions]
-    folder = store.folder(sample.sample_id, j)
-    verdict = judge_safely(sample, completion, jconf, evidence=folder)
     if cache:
         cache.put(key, verdict)
+    i, j = positions[0]
+    completion = completions[i][j]
     out = []
     for n, (pi, pj) in enumerate(positions):
-        record = {**verdict.to_dict(), "completion_index": pj, "env_key": sample.env_key, "result_key": key}
+        record = {**verdict.to_dict(), "completion_index": pj, "env_key": samples[pi].env_key, "result_key": key}
         try:
             if n == 0:
                 traceback = verdict.detail if verdict.reason == "error" else ""

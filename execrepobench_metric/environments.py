@@ -3,15 +3,17 @@
 `ensure_environment(record)` fetches the record's pinned source into the local cache, makes
 envs_dir()/KEY/venv with `uv venv --python X.Y`, installs the locked requirements exactly
 (`uv pip install --no-deps [--require-hashes] -r lock`), then the project itself (`--no-deps
---editable`), checks `uv pip freeze` against the lock and writes env.json last (its presence marks a
-complete environment); every Python file of the venv and the source tree is byte-compiled once
-(`bytecode.py`), also for an environment made before that step existed.  `find_environment(key)`
-is the one reader of env.json.  Nothing is
+--editable`), checks `uv pip freeze` against the lock, keeps the record it was made from
+(record.json: `environment_record`, what a Ray node needs to make the same one) and writes env.json
+last (its presence marks a complete environment); every Python file of the venv and the source tree
+is byte-compiled once (`bytecode.py`), also for an environment made before that step existed.
+`find_environment(key)` is the one reader of env.json.  Nothing is
 resolved here: a new release of a dependency cannot change a published environment.  env.json is
 local (it holds this machine's paths) and never published.
 """
 from __future__ import annotations
 
+import dataclasses
 import fcntl
 import json
 import os
@@ -108,6 +110,18 @@ def find_environment(env_key: str) -> Environment | None:
     return env
 
 
+def environment_record(env_key: str) -> RepoRecord | None:
+    """The repository record a complete local environment was made from (None: no such environment,
+    or one made before records were kept with it): what a Ray node needs to make the same one."""
+    if find_environment(env_key) is None:
+        return None
+    try:
+        record = RepoRecord.from_dict(json.loads((env_dir(env_key) / "record.json").read_text(encoding="utf-8")))
+    except (OSError, ValueError):
+        return None
+    return record if record.key_matches and record.env_key == env_key else None
+
+
 @contextmanager
 def _locked(key: str):
     """One maker per key across threads and processes (a second one waits, then finds it made)."""
@@ -165,13 +179,15 @@ def _make(record: RepoRecord, root: Path, final: Path) -> Environment:
     if record.lock:
         hashes = all(_HASH_OPT.search(" " + line) for line in record.lock)
         # Byte-compiled at install: judged runs never write bytecode, so without this every run would
-        # compile pytest and the dependencies again (the project's own tree stays uncompiled).
+        # compile pytest and the dependencies again (the tree is compiled by `compile_environment`).
         run_uv("pip", "install", "--quiet", "--python", python, "--no-deps", "--compile-bytecode",
                *(["--require-hashes"] if hashes else []), "-r", str(lock_file), repo=name)
     run_uv("pip", "install", "--quiet", "--python", python, "--no-deps", "--editable", str(root), repo=name)
     freeze = tuple(run_uv("pip", "freeze", "--python", python, repo=name).splitlines())
     check_freeze(record, freeze)
     compile_environment(final, python, root)
+    kept = dataclasses.replace(record, files=())  # what makes the environment (not the context files)
+    (final / "record.json").write_text(json.dumps(kept.to_dict(), sort_keys=True), encoding="utf-8")
     meta = {"schema": ENV_JSON_SCHEMA, "key": record.env_key, "repo_name": name, "repo_source": record.repo_source,
             "python_version": record.python, "python": python, "root": str(root), "freeze": list(freeze)}
     tmp = final / "env.json.tmp"

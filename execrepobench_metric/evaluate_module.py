@@ -65,6 +65,10 @@ Args:
         stdout/stderr, timing, verdict); it is always kept for `error` verdicts.
     artifacts_dir: where evidence goes (default: under the cache, one folder per evaluation); each
         detail row's `artifacts` is relative to the result's `artifacts_base`.
+    executor: "local" (threads on this machine, default) or "ray" (Ray tasks across a cluster; needs
+        `pip install execrepobench[ray]`): each node makes the environments it lacks from the
+        repository records of `dataset` (or those kept with this cache's environments).
+    ray_address: the Ray cluster: "auto", "HOST:PORT", or None (RAY_ADDRESS, else a local instance).
 Raises:
     InputError (a ValueError) before anything is judged when any input is invalid: one message lists
     every bad item by index, sample id and field.
@@ -73,7 +77,8 @@ Raises:
 Returns:
     A flat dict: `pass@1` (and `pass@k`), `es`, the same per fill type (`pass@1/<fill type>`), per
     level (`pass@1/level/<level>`) and per repository (`pass@1/repo/<name>`), `verdicts/<reason>`
-    counts, `harness_errors`, `sandbox`, `sandbox_note`, `latex` (a LaTeX row in the paper's column
+    counts, `harness_errors`, `sandbox`, `sandbox_note`, `executor` (which executor, items and
+    environments per node), `latex` (a LaTeX row in the paper's column
     order, ES then Pass@1 per group) and `details` (per completion: verdict, reason, failing tests,
     duration, stderr tail, `harness_error`, `artifacts`).
 Examples:
@@ -163,9 +168,9 @@ class ExecRepoBenchMetric(evaluate.Metric):
     def _compute(self, predictions, references, k=(1,), num_workers=None, timeout=None,
                  test_selection="judged", dataset=None, allow_exec=None, allow_weak_sandbox=False,
                  journal=None, use_cache=True, model_name="model", prepare=None, keep_artifacts=False,
-                 artifacts_dir=None):
+                 artifacts_dir=None, executor="local", ray_address=None):
         return compute(predictions, references, k=k, num_workers=num_workers, timeout=timeout,
                        test_selection=test_selection, dataset=dataset, allow_exec=allow_exec,
                        allow_weak_sandbox=allow_weak_sandbox, journal=journal, use_cache=use_cache,
                        model_name=model_name, prepare=prepare, keep_artifacts=keep_artifacts,
-                       artifacts_dir=artifacts_dir)
+                       artifacts_dir=artifacts_dir, executor=executor, ray_address=ray_address)

@@ -50,6 +50,25 @@ def keep_run_files(folder: Path, run_dir: Path, proc: ProcessResult) -> None:
     (folder / "run.json").write_text(json.dumps(run, indent=1), encoding="utf-8")
 
 
+def pack_folder(folder: Path) -> dict[str, bytes]:
+    """Every file under `folder` (relative POSIX path -> bytes), to send a run's evidence home from
+    another machine; files over FILE_CAP are left out (their sizes are in run.json)."""
+    if not folder.is_dir():
+        return {}
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*"))
+            if p.is_file() and p.stat().st_size <= FILE_CAP}
+
+
+def unpack_folder(folder: Path, files: dict[str, bytes]) -> None:
+    """Write what `pack_folder` sent into `folder` (names that would leave it are skipped)."""
+    for name, data in files.items():
+        target = folder / name
+        if ".." in Path(name).parts or Path(name).is_absolute():
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+
+
 def default_root() -> Path:
     """Where evidence goes when the caller names no folder: under the cache, one folder per
     evaluation, so concurrent evaluations never mix."""

@@ -4,12 +4,14 @@ pypi:NAME==VER#sha256=HEX: the sdist downloaded once by pip (`--no-binary`), sha
 safely and atomically into sources_dir()/NAME-VER-SHA12.  git:URL@COMMIT: cloned into
 sources_dir()/git-SHA12(URL)-COMMIT12, detached at the commit.  path:NAME#tree=HEX: a snapshot of a
 local folder, made by the builder into sources_dir()/path-NAME-HEX12; another machine finds it there
-(copied in by hand) or is told that the source is not portable.  Shared by the builder (which
+(copied in by hand, or sent by the Ray executor's driver: `pack_path_snapshot`) or is told that the
+source is not portable.  Shared by the builder (which
 pins new sources) and `prepare` / the metric (which fetch published ones).
 """
 from __future__ import annotations
 
 import hashlib
+import io
 import os
 import re
 import shutil
@@ -76,6 +78,38 @@ def find_path_snapshot(name: str, tree: str, repo: str) -> Source:
                           f"machine that built the dataset, and no snapshot of it is in this cache ({folder}); "
                           "copy that folder's tracked files there, or rebuild from a pypi:/git: source")
     return Source(f"path:{name}#tree={tree}", "local", tree, project_root(folder, repo))
+
+
+def _path_parts(pinned: str) -> tuple[str, str] | None:
+    m = _PATH_RE.match(pinned)
+    return (m["name"], m["tree"]) if m else None
+
+
+def pack_path_snapshot(pinned: str) -> bytes | None:
+    """This cache's snapshot of a `path:NAME#tree=HEX` source as tar.gz bytes, to send to a machine
+    that has none (a Ray node); None for other sources or when this cache has no snapshot."""
+    parts = _path_parts(pinned)
+    folder = path_snapshot_dir(*parts) if parts else None
+    if folder is None or not folder.is_dir():
+        return None
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tf:
+        for child in sorted(folder.iterdir()):
+            tf.add(child, arcname=child.name)
+    return buf.getvalue()
+
+
+def unpack_path_snapshot(pinned: str, data: bytes, repo: str) -> None:
+    """Place a snapshot sent by `pack_path_snapshot` where `find_path_snapshot` looks (unless it is there)."""
+    parts = _path_parts(pinned)
+    target = path_snapshot_dir(*parts) if parts else None
+    if target is None or target.is_dir():
+        return
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
+        archive = Path(tmp) / "snapshot.tar.gz"
+        archive.write_bytes(data)
+        _unpack_atomically(archive, target, repo)
 
 
 def _find_archive(folder: Path) -> Path | None:

@@ -13,6 +13,15 @@ from .cli_prepare import COMMANDS as PREPARE_COMMANDS
 HARNESS_ERROR_EXIT = 3  # results were written, but some work failed for the harness's reasons
 
 
+def _add_executor(p: argparse.ArgumentParser, what: str) -> None:
+    p.add_argument("--executor", choices=("local", "ray"), default="local",
+                   help=f"where {what} runs: local threads (default) or a Ray cluster (pip install "
+                        "'execrepobench[ray]'; each node makes the environments it needs from the repository records)")
+    p.add_argument("--ray-address", default=None,
+                   help="with --executor ray: 'auto' (the cluster this machine belongs to), HOST:PORT, or unset "
+                        "(RAY_ADDRESS, else a Ray instance started on this machine)")
+
+
 def _add_build(p: argparse.ArgumentParser) -> None:
     p.add_argument("--manifest", type=Path, default=None,
                    help="TOML manifest of repositories (default: the packaged default manifest)")
@@ -25,11 +34,13 @@ def _add_build(p: argparse.ArgumentParser) -> None:
     p.add_argument("--baseline-timeout", type=float, default=900.0, help="seconds per baseline run")
     p.add_argument("--allow-weak-sandbox", action="store_true",
                    help="without bubblewrap, run baselines and verification in the weak mode instead of refusing")
+    _add_executor(p, "verification")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
 
 
 def _run_build(args: argparse.Namespace) -> int:
     from execrepobench.builder.build import BuildConfig, build
+    from execrepobench_metric.executors import ExecutorConfig, ExecutorUnavailable
     from execrepobench.builder.manifest import (ManifestError, default_manifest_path, load_manifest,
                                                 quickstart_manifest_path)
 
@@ -46,12 +57,13 @@ def _run_build(args: argparse.Namespace) -> int:
                            repos=tuple(replace(r, samples_per_repo=None) for r in manifest.repos))
     config = BuildConfig(manifest=manifest, out=args.out, baseline_runs=args.baseline_runs,
                          baseline_timeout_s=args.baseline_timeout, only=tuple(args.repo),
-                         progress=not args.no_progress, allow_weak_sandbox=args.allow_weak_sandbox)
+                         progress=not args.no_progress, allow_weak_sandbox=args.allow_weak_sandbox,
+                         executor=ExecutorConfig(args.executor, args.ray_address))
     from execrepobench_metric.isolation import SandboxUnavailable
 
     try:
         summary = build(config)
-    except (ValueError, SandboxUnavailable) as exc:
+    except (ValueError, SandboxUnavailable, ExecutorUnavailable) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     from execrepobench.builder.report import markdown
@@ -93,6 +105,7 @@ def _add_evaluate(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model-name", default="model")
     p.add_argument("--keep-artifacts", action="store_true",
                    help="keep each run's evidence under OUT/artifacts/ (always kept for harness errors)")
+    _add_executor(p, "judging")
     p.add_argument("--no-progress", action="store_true")
 
 
@@ -104,6 +117,7 @@ def _run_evaluate(args: argparse.Namespace) -> int:
     from execrepobench.runner.report import table, write_error_results, write_results
     from execrepobench_metric.api import HarnessError, InputError, compute
     from execrepobench_metric.engine import ExecutionNotAllowed
+    from execrepobench_metric.executors import ExecutorUnavailable
     from execrepobench_metric.fills import null_fill
     from execrepobench_metric.isolation import SandboxUnavailable
     from execrepobench_metric.prepare import EnvironmentsMissing
@@ -131,14 +145,16 @@ def _run_evaluate(args: argparse.Namespace) -> int:
         out = compute(preds, samples, k=args.k or [1], num_workers=args.workers, timeout=args.timeout,
                       test_selection=args.test_selection, allow_exec=True if args.allow_exec else None,
                       allow_weak_sandbox=args.allow_weak_sandbox, journal=args.out / "journal.jsonl",
-                      model_name=args.model_name, progress=not args.no_progress, dataset=args.dataset,
+                      model_name=args.model_name, progress=not args.no_progress,
+                      # ray: the records beside --samples tell the nodes how to make the environments
+                      dataset=args.dataset or (args.samples if args.executor == "ray" else None),
                       prepare=True if args.prepare else None, keep_artifacts=args.keep_artifacts,
-                      artifacts_dir=args.out / "artifacts")
+                      artifacts_dir=args.out / "artifacts", executor=args.executor, ray_address=args.ray_address)
     except HarnessError as exc:
         print(write_error_results(args.out, exc.result), file=sys.stderr)
         return HARNESS_ERROR_EXIT
     except (OSError, RecordError, InputError, ExecutionNotAllowed, SandboxUnavailable, KeyError,
-            json.JSONDecodeError, DatasetNotFound, EnvironmentsMissing) as exc:
+            json.JSONDecodeError, DatasetNotFound, EnvironmentsMissing, ExecutorUnavailable) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     metrics = write_results(args.out, out, args.model_name)
@@ -166,6 +182,7 @@ def _add_run(p: argparse.ArgumentParser) -> None:
     p.add_argument("--allow-weak-sandbox", action="store_true")
     p.add_argument("--keep-artifacts", action="store_true",
                    help="keep each run's evidence under OUT/artifacts/ (always kept for harness errors)")
+    _add_executor(p, "verification and judging")
     p.add_argument("--no-progress", action="store_true")
     g = p.add_argument_group("model backends (transformers, vllm, openai)")
     g.add_argument("--template", default=None,
@@ -186,6 +203,7 @@ def _run_run(args: argparse.Namespace) -> int:
     from execrepobench_dataset.record import RecordError
     from execrepobench_metric.api import HarnessError, InputError
     from execrepobench_metric.engine import ExecutionNotAllowed
+    from execrepobench_metric.executors import ExecutorUnavailable
     from execrepobench_metric.isolation import SandboxUnavailable
     from execrepobench_metric.prepare import EnvironmentsMissing
 
@@ -196,13 +214,14 @@ def _run_run(args: argparse.Namespace) -> int:
                        workers=args.workers, timeout_s=args.timeout,
                        allow_exec=True if args.allow_exec else None, allow_weak_sandbox=args.allow_weak_sandbox,
                        progress=not args.no_progress, backend_options=options, template=args.template,
-                       max_new_tokens=args.max_new_tokens, keep_artifacts=args.keep_artifacts)
+                       max_new_tokens=args.max_new_tokens, keep_artifacts=args.keep_artifacts,
+                       executor=args.executor, ray_address=args.ray_address)
     try:
         run(config)
     except (HarnessError, BuildFailed):  # run() wrote what it could and printed what failed
         return HARNESS_ERROR_EXIT
     except (OSError, ValueError, ImportError, ManifestError, RecordError, InputError, ExecutionNotAllowed,
-            SandboxUnavailable, EnvironmentsMissing) as exc:
+            SandboxUnavailable, EnvironmentsMissing, ExecutorUnavailable) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     return 0

@@ -52,6 +52,8 @@ class RunConfig:
     template: str | None = None  # prompt template for model backends; None / "official": resolve_template()
     max_new_tokens: int | None = None  # generation budget (None: prompts.MAX_GENERATION_TOKENS)
     keep_artifacts: bool = False  # keep every run's evidence under OUT/artifacts/
+    executor: str = "local"  # where verification and judging run: "local" or "ray"
+    ray_address: str | None = None  # with executor "ray": "auto", "HOST:PORT", None (RAY_ADDRESS / local instance)
 
 
 def _samples_path(config: RunConfig) -> Path:
@@ -59,11 +61,13 @@ def _samples_path(config: RunConfig) -> Path:
         return config.samples
     from execrepobench.builder.build import BuildConfig, build
     from execrepobench.builder.manifest import default_manifest_path, load_manifest, quickstart_manifest_path
+    from execrepobench_metric.executors import ExecutorConfig
 
     path = config.manifest or (quickstart_manifest_path() if config.quickstart else default_manifest_path())
     out = config.out / "build"
     summary = build(BuildConfig(manifest=load_manifest(path), out=out, progress=config.progress,
-                                allow_weak_sandbox=config.allow_weak_sandbox))
+                                allow_weak_sandbox=config.allow_weak_sandbox,
+                                executor=ExecutorConfig(config.executor, config.ray_address)))
     failed = [r for r in summary["repos"] if r["status"] == "error"]
     if failed:
         lines = [f"BUILD ERRORS: {len(failed)} of {len(summary['repos'])} repositories failed (harness errors); "
@@ -143,7 +147,10 @@ def run(config: RunConfig) -> dict:
         result = compute(completions, samples, k=config.k, num_workers=config.workers, timeout=config.timeout_s,
                          allow_exec=config.allow_exec, allow_weak_sandbox=config.allow_weak_sandbox,
                          journal=config.out / "journal.jsonl", model_name=name, progress=config.progress,
-                         keep_artifacts=config.keep_artifacts, artifacts_dir=config.out / "artifacts")
+                         keep_artifacts=config.keep_artifacts, artifacts_dir=config.out / "artifacts",
+                         executor=config.executor, ray_address=config.ray_address,
+                         # ray: the repository records beside the samples tell the nodes how to make environments
+                         dataset=samples_file if config.executor == "ray" else None)
     except HarnessError as exc:
         print(write_error_results(config.out, exc.result), file=sys.stderr)
         raise

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Shared by the README's two commands: make .venv with the package and its test extras.
+# Shared by the README's two commands: make .venv with the package and its test extras
+# (EXECREPOBENCH_EXTRAS, default "test"; scripts/test.sh adds "ray").
 # pip's output goes to .venv/setup.log and is shown only when something fails.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -17,7 +18,7 @@ if [ ! -x .venv/bin/python ]; then
 fi
 log=.venv/setup.log
 if ! { .venv/bin/python -m pip install --disable-pip-version-check --upgrade "pip>=23.2" "setuptools>=70.1" \
-       && .venv/bin/python -m pip install --disable-pip-version-check -e '.[test]'; } >"$log" 2>&1; then
+       && .venv/bin/python -m pip install --disable-pip-version-check -e ".[${EXECREPOBENCH_EXTRAS:-test}]"; } >"$log" 2>&1; then
   tail -n 40 "$log" >&2
   echo "setup failed (full log: $log)" >&2
   exit 1

@@ -5,11 +5,13 @@
 # model the tests make locally.  Extra arguments go to the first pytest run.
 # Set EXECREPOBENCH_SKIP_MODEL_TESTS=1 to skip part 2 (it needs ~4 GB and a few minutes the first time).
 # Sandbox tests FAIL (not skip) here when bubblewrap is missing: a green run must have judged.
+# The Ray executor's tests run on a local Ray cluster: the `ray` extra is installed, and they FAIL
+# (not skip) here when Ray is missing.
 # The fast tier (no sdist downloads, < 2 min): .venv/bin/python -m pytest -m "not pypi and not slow"
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-export EXECREPOBENCH_REQUIRE_SANDBOX=1
-bash scripts/setup-env.sh
+export EXECREPOBENCH_REQUIRE_SANDBOX=1 EXECREPOBENCH_REQUIRE_RAY=1
+EXECREPOBENCH_EXTRAS=test,ray bash scripts/setup-env.sh
 set +e
 .venv/bin/python -m pytest -ra "$@"
 rc=$?

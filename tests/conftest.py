@@ -6,6 +6,7 @@ import pytest
 FIXTURES = Path(__file__).parent / "fixtures"
 collect_ignore = ["fixtures"]  # fixture repositories carry their own tests; they are data here
 REQUIRE_SANDBOX_VARS = ("CI", "EXECREPOBENCH_REQUIRE_SANDBOX")
+REQUIRE_RAY_VARS = ("CI", "EXECREPOBENCH_REQUIRE_RAY")
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -37,15 +38,29 @@ def sandbox_required() -> bool:
     return any(os.environ.get(v, "") not in ("", "0", "false") for v in REQUIRE_SANDBOX_VARS)
 
 
+def ray_required() -> bool:
+    return any(os.environ.get(v, "") not in ("", "0", "false") for v in REQUIRE_RAY_VARS)
+
+
 def pytest_configure(config):
     config.addinivalue_line("markers", "sandbox: needs the bubblewrap sandbox (fails in CI when it is missing)")
     config.addinivalue_line("markers", "slow: end-to-end: builds fixture repositories or runs many sandboxed suites "
                                        "(integration tier; the fast tier is -m 'not pypi and not slow')")
+    config.addinivalue_line("markers", "ray: starts a local Ray cluster (fails in CI when Ray is missing)")
 
 
 def pytest_runtest_setup(item):
     """`sandbox` tests: skipped without bubblewrap on a developer machine, FAILED in CI (CI=1 or
-    EXECREPOBENCH_REQUIRE_SANDBOX=1, which scripts/test.sh sets): a green run must have judged."""
+    EXECREPOBENCH_REQUIRE_SANDBOX=1, which scripts/test.sh sets): a green run must have judged.
+    `ray` tests: the same without Ray (the `ray` extra; EXECREPOBENCH_REQUIRE_RAY=1 in scripts/test.sh)."""
+    if item.get_closest_marker("ray") is not None:
+        import importlib.util
+
+        if importlib.util.find_spec("ray") is None:
+            if ray_required():
+                pytest.fail(f"Ray required here ({'/'.join(REQUIRE_RAY_VARS)} set) but not installed: "
+                            "pip install -e '.[test,ray]'", pytrace=False)
+            pytest.skip("Ray is not installed (pip install -e '.[test,ray]')")
     if item.get_closest_marker("sandbox") is None:
         return
     from execrepobench_metric.sandbox import strong_available
