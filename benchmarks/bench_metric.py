@@ -7,6 +7,7 @@ tests in their recorded order, stop at the first failure, the sample's time budg
 
     .venv/bin/python benchmarks/bench_metric.py --samples out/full/samples.jsonl [--per-repo 2] [--repos 9]
     .venv/bin/python benchmarks/bench_metric.py --samples ... --selection suite    # agreement of our selection
+    .venv/bin/python benchmarks/bench_metric.py --samples ... --suite-too  # both in one run (suite not timed)
 
 Workload per sample (`builder/workload.py`): ground truth, ground truth reformatted (same AST), null
 fill, two wrong variants, one completion that never terminates.  Pairs run one after the other,
@@ -100,6 +101,9 @@ def main() -> int:
     ap.add_argument("--repos", type=int, default=9, help="repositories (the first by name that have samples)")
     ap.add_argument("--selection", choices=("judged", "suite"), default="judged")
     ap.add_argument("--timeout", type=float, default=None, help="our timeout (default: each sample's time budget)")
+    ap.add_argument("--suite-too", action="store_true",
+                    help="also judge every completion by our judge on the whole suite (not timed): the agreement "
+                         "figure of our test selection, in the same run")
     ap.add_argument("--json", type=Path, default=None, help="also write every row here")
     args = ap.parse_args()
     samples = pick(args.samples, args.per_repo, args.repos)
@@ -116,6 +120,8 @@ def main() -> int:
             t0 = time.monotonic()
             pair[which] = judge(s, c, conf) if which == "ours" else official(s, c)
             pair[which + "_s"] = time.monotonic() - t0
+        if args.suite_too:
+            pair["suite"] = judge(s, c, replace(conf, selection="suite"))
         if kind == "ground_truth":
             originals[s.sample_id] = pair["official"]
         rows.append({"sample": s, "kind": kind, "completion": c, **pair})
@@ -147,6 +153,16 @@ def report(rows: list[dict], originals: dict, conf: JudgeConfig, args) -> None:
         k[1] += r["official_s"]
         k[2] += 1
     print("per kind (ours s / official s / n): " + "; ".join(f"{k} {v[0]:.1f}/{v[1]:.1f}/{v[2]}" for k, v in kinds.items()))
+    if args.suite_too:
+        same = sum(r["ours"].passed == r["suite"].passed for r in rows)
+        vs_official = sum(r["suite"].passed == r["official"].passed for r in rows)
+        print(f"our selection vs our whole suite: {same}/{len(rows)} agree ({same / len(rows):.1%}); "
+              f"our whole suite vs official: {vs_official}/{len(rows)} ({vs_official / len(rows):.1%})")
+        for r in rows:
+            if r["ours"].passed != r["suite"].passed:
+                s = r["sample"]
+                print(f"  selection differs: {s.repo_name} {s.sample_id[:12]} [{r['kind']}] judged={r['ours'].reason} "
+                      f"suite={r['suite'].reason} {', '.join(r['suite'].failing_tests[:3])}")
     diffs = [r for r in rows if r["ours"].passed != r["official"].passed]
     print(f"disagreements: {len(diffs)}")
     for r in diffs:
@@ -160,7 +176,8 @@ def report(rows: list[dict], originals: dict, conf: JudgeConfig, args) -> None:
             "repo": r["sample"].repo_name, "sample_id": r["sample"].sample_id, "kind": r["kind"],
             "ours": r["ours"].reason, "ours_passed": r["ours"].passed, "ours_s": round(r["ours_s"], 3),
             "official": r["official"].reason, "official_passed": r["official"].passed,
-            "official_s": round(r["official_s"], 3), "detail": r["ours"].detail}) + "\n" for r in rows))
+            "official_s": round(r["official_s"], 3), "detail": r["ours"].detail,
+            "suite": r["suite"].reason if "suite" in r else None}) + "\n" for r in rows))
 
 
 if __name__ == "__main__":
