@@ -12,7 +12,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import statistics
 import time
 import traceback
 from collections import Counter
@@ -29,26 +28,24 @@ from execrepobench_dataset.stats import compute_statistics
 from execrepobench_dataset.version import __version__
 from execrepobench_metric.executors import Executor, ExecutorConfig, open_executor
 from execrepobench_metric.isolation import Isolation, decide_isolation
-from execrepobench_metric.judge import JudgeConfig
 
 from .baseline import Baseline, BaselineError
 from .context import RepoContextIndex
 from .lock import EnvError
 from .manifest import Manifest, RepoSpec
 from .masking import MaskConfig, MaskResult, candidate_files, sample_masks, split
-from .mix import MIX_NAME, level_mask, level_quotas, verify_to_quotas
+from .mix import MIX_NAME, level_mask
 from .prepare import coverage_map, prepare
 from .records import with_files
-from .selection import CoverageMap, ImportGraph, region_lines
+from .repo_files import read_pool, write_atomic
 from .sources import SourceError, fetch
+from .repo_verification import verify_repo
 from .testlayout import NoTestsFound
-from .verify import GUARD_RECORDING, VERIFY_SCHEME, verify_report, verify_samples, with_selection
+from .verify import GUARD_RECORDING, VERIFY_SCHEME
 
-_SKIP_DIRS = {".git", ".hg", ".tox", ".nox", ".venv", "venv", "build", "dist", "node_modules", "__pycache__"}
 # Errors whose message says it all; any other exception is reported with its traceback.
 REPO_ERRORS = (SourceError, EnvError, BaselineError, NoTestsFound)
 # The stage a repository was in -> the phase its report names when that stage raises.
-VERIFY_BATCH = 16  # candidates verified per round of verify_to_quotas
 PHASES = {"source": "source", "prepare": "baseline", "masking": "masking", "coverage": "coverage",
           "verification": "verification"}
 
@@ -72,17 +69,6 @@ class BuildConfig:
     # here if benchmarks/bench_selection.py ever finds its selected verdicts disagreeing with the suite.
     selection_floor: Mapping[str, str] = field(default_factory=dict)
     executor: ExecutorConfig = field(default_factory=ExecutorConfig)  # where verification runs (local, ray)
-
-
-def python_files(root: Path) -> list[str]:
-    """Every .py file of the repository (the context pool), repo-relative POSIX, sorted."""
-    found = []
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if d not in _SKIP_DIRS and not d.endswith(".egg-info"))
-        for name in filenames:
-            if name.endswith(".py"):
-                found.append((Path(dirpath) / name).relative_to(root).as_posix())
-    return sorted(found)
 
 
 def _inputs_hash(spec: RepoSpec, config: BuildConfig, mask: MaskConfig, isolation: Isolation) -> str:
@@ -152,51 +138,6 @@ def make_samples(name: str, pinned: str, root: Path, env_key: str, seed: int, ma
         "dropped": dict(sorted(result.dropped.items())), "shortfall": result.shortfall,
         "masked": len(samples), "masked_per_fill_type": dict(sorted(Counter(s.fill_type for s in samples).items())),
     }
-
-
-def read_pool(root: Path) -> dict[str, str]:
-    return {f: (root / f).read_text(encoding="utf-8", errors="replace") for f in python_files(root)}
-
-
-def verify_repo(samples: list[Sample], wanted: int, baseline: Baseline, cov: CoverageMap, pool: dict[str, str],
-                config: BuildConfig, isolation: Isolation, name: str,
-                more: Callable[[dict[str, int], int], list[Sample]] | None = None, executor: Executor | None = None,
-                record: RepoRecord | None = None) -> tuple[list[Sample], dict]:
-    """Select tests for each candidate, then verify candidates level by level until the repository's
-    per-level quotas (the paper's mix, builder/mix.py) are kept; `more(needs, round)` masks extra
-    candidates for a level that runs out.  Kept samples return in candidate order.  Verification runs
-    on `executor` (default: local threads); `record` lets its remote nodes make the environment."""
-    graph = ImportGraph(pool)
-
-    def select(candidates: list[Sample]) -> list[Sample]:
-        return with_selection(candidates, cov, graph, baseline.passing, config.selection_floor, baseline.estimate_s)
-
-    jconf = JudgeConfig(isolation=isolation, timeout_s=config.judge_timeout_s)
-
-    def verify(batch: list[Sample]) -> list:
-        return verify_samples(batch, jconf, workers=config.workers, gt_runs=config.gt_runs,
-                              progress=config.progress, label=f"verify {name}", executor=executor, record=record)
-
-    quotas = level_quotas(wanted, f"{config.manifest.seed}:{name}")
-    # large batches: candidates of one masked file share their ground-truth runs (ground_truth.py)
-    parallel = executor.parallelism if executor else config.workers
-    mixed = verify_to_quotas(select(samples), quotas, verify, batch=max(VERIFY_BATCH, 2 * parallel),
-                             more=(lambda needs, round_: select(more(needs, round_))) if more else None)
-    suite_s = statistics.median(baseline.durations_s) if baseline.durations_s else 0.0
-    return mixed.kept, {**verify_report(mixed.outcomes, mixed.kept, len(baseline.passing), suite_s), **mixed.report,
-                        "outcomes_by_coverage": outcomes_by_coverage(mixed.outcomes, cov)}
-
-
-def outcomes_by_coverage(outcomes: list, cov: CoverageMap) -> dict[str, int]:
-    """Verification outcomes counted by whether a test ran the masked lines ("tested"), only the
-    import did ("import"), or nothing ran them ("unrun"): "tested/kept", "unrun/null_passed", ..."""
-    counts: Counter = Counter()
-    for o in outcomes:
-        s = o.sample
-        tests, at_import, hit = cov.tests_for(s.file_name, *region_lines(s.prefix_code, s.middle_code))
-        kind = "tested" if tests else "import" if at_import else "unrun" if not hit else "other"
-        counts[f"{kind}/{o.reason}"] += 1
-    return dict(sorted(counts.items()))
 
 
 def build_repo(spec: RepoSpec, config: BuildConfig, isolation: Isolation,
@@ -294,12 +235,6 @@ def _phase(stage: str, exc: Exception) -> str:
     if stage == "prepare" and isinstance(exc, EnvError):
         return "environment"
     return PHASES[stage]
-
-
-def write_atomic(path: Path, write) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    write(tmp)
-    os.replace(tmp, path)
 
 
 def _build_repos(repos: list[RepoSpec], config: BuildConfig, isolation: Isolation,

@@ -34,7 +34,8 @@ from execrepobench_metric.isolation import decide_isolation
 from execrepobench_metric.judge import JudgeConfig
 
 from .baseline import Baseline
-from .build import error_entry, read_pool, write_atomic
+from .build import error_entry
+from .repo_files import read_pool, write_atomic
 from .manifest import RepoSpec
 from .prepare import coverage_map, prepare
 from .selection import ImportGraph

@@ -1,7 +1,6 @@
 """Publishing builder output as a Hugging Face dataset folder, loading it back, pushing it (offline)."""
 import hashlib
 import json
-import statistics
 import subprocess
 import sys
 from pathlib import Path

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from execrepobench.builder import instruct
-from execrepobench.builder.build import read_pool
+from execrepobench.builder.repo_files import read_pool
 from execrepobench.builder.instruct import CONTEXT_FILE, CONTEXT_HEADER, PREFIX_SUFFIX, instruct_records, render_user
 from execrepobench.builder.instruct_build import build_instruct
 from execrepobench.builder.manifest import load_manifest, parse_manifest

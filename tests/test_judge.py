@@ -1,9 +1,7 @@
 """The judge and the sandbox on the fixture repository: gold, wrong and hostile completions."""
-import os
 import socket
 import subprocess
 import threading
-from pathlib import Path
 
 import pytest
 

@@ -1,7 +1,6 @@
 """The metric as users call it: `evaluate.load(folder)` offline, `compute()`, and a real PyPI repo."""
 import dataclasses
 import doctest
-import os
 from pathlib import Path
 
 import pytest
