@@ -87,6 +87,18 @@ def defines_tests(path: Path) -> bool:
     return False
 
 
+def test_modules(root: Path, paths: tuple[str, ...]) -> tuple[str, ...]:
+    """The files under `paths` (files or folders, repo-relative) that define tests: what masking leaves
+    alone.  A test path that also holds library code (a package whose doctests are collected, e.g.
+    `src/pydash`) keeps its other modules maskable."""
+    root, found = Path(root), []
+    for p in paths:
+        target = root / p
+        files = [Path(p)] if target.is_file() else [Path(p) / rel for rel in _walk(target)] if target.is_dir() else []
+        found += [f.as_posix() for f in files if defines_tests(root / f)]
+    return tuple(dict.fromkeys(found))
+
+
 def _is_candidate(rel: Path) -> bool:
     if any(part in TEST_DIRS for part in rel.parts[:-1]):
         return True

@@ -7,7 +7,8 @@ import pytest
 from execrepobench.builder.build import BuildConfig, build
 from execrepobench.builder.manifest import parse_manifest
 from execrepobench.builder.testconfig import coverage_settings, filter_addopts, neutralise, pytest_config
-from execrepobench.builder.testlayout import NoTestsFound, find_tests
+from execrepobench.builder.masking import candidate_files
+from execrepobench.builder.testlayout import NoTestsFound, find_tests, test_modules
 from execrepobench_dataset.record import read_jsonl
 from execrepobench_dataset.repo_record import read_repo_records
 from execrepobench_metric.environments import find_environment
@@ -70,6 +71,16 @@ def test_find_tests_beyond_pytests_defaults(tmp_path):
     root = write_repo(tmp_path / "e", "pe", tests={"tests/util.py": "def helper():\n    return 1\n"})
     with pytest.raises(NoTestsFound, match=r"pe: no tests found; tried .*tests\.py.*tests/util\.py"):
         find_tests(root, repo="pe")
+
+
+def test_a_test_path_that_holds_library_code_stays_maskable(tmp_path):
+    # pydash-like: doctests of the package are collected (test path `pkg`), its modules are still sources
+    root = write_repo(tmp_path / "a", "pkg", tests={"pkg/check_arith.py": UNITTEST, "tests/test_x.py": UNITTEST})
+    excluded = test_modules(root, ("pkg", "tests", "missing"))
+    assert excluded == ("pkg/check_arith.py", "tests/test_x.py")
+    files = candidate_files(root, exclude=excluded)
+    assert "pkg/check_arith.py" not in files and any(f.startswith("pkg/") for f in files), files
+    assert candidate_files(root, exclude=("pkg",)) == [f for f in files if not f.startswith("pkg/")]
 
 
 def _entry(rep: dict) -> dict:
