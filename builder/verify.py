@@ -8,7 +8,8 @@ In the order that costs least (the verdicts are the same as checking each sample
    estimated from the baseline (a null fill that loops forever costs that, not the 300 s timeout); it
    runs with the guard recording, not refusing, since what the file may do is learnt in step 3.  A
    null fill that passes drops the sample (`null_passed`) before any ground-truth run; the test that
-   caught it moves to the front of `judged_tests` (the judge runs them in that order);
+   caught it moves to the front of `judged_tests` (a record of what catches a wrong fill; runs keep
+   pytest's own order);
 3. the ground truth of the remaining samples together: each round runs the union of their judged
    tests once (`ground_truth.py`), recording `guard_allowed` and each sample's run time, from which its
    `time_budget_s` comes (`execrepobench_metric/budget.py`).
@@ -45,7 +46,7 @@ from .selection import CoverageMap, ImportGraph, select_tests
 DROP_REASONS = ("gt_failed", "null_passed", "no_null_fill", "no_tests", "harness_error")
 VERIFY_BATCH = 2  # samples per executor batch (each is 3 ground-truth runs and a null fill)
 GUARD_RECORDING = 1  # what verification records for the in-process guard (Sample.guard_allowed); part of build keys
-VERIFY_SCHEME = 2  # 2: null fill first with fail fast and budgets, ground truth per masked file; part of build keys
+VERIFY_SCHEME = 3  # 3: null fill first (fail fast, budgets, pytest order), shared ground truth; part of build keys
 
 
 @dataclass(frozen=True)

@@ -8,9 +8,11 @@ junit XML agrees with that record; and neither its time budget nor the timeout r
 exit code nor anything printed decides a pass.
 
 Speed without a weaker verdict: the run stops at the first failing test (`fail_fast`: the verdict is
-decided then), the judged tests run in the order verification recorded (the test that caught the null
-fill first: `judged_tests` is ordered by priority), the run's CPU time is bounded by the sample's time
-budget (`budget.py`), and the ground truth of a verified sample is not run again (`known_verdict`).  With `guard="off"` (tests only) the record is pytest's junit XML checked
+decided then), the run's CPU time is bounded by the sample's time budget (`budget.py`), and the
+ground truth of a verified sample is not run again (`known_verdict`).  The judged tests run in
+pytest's own order, the order verification checked: running them in another (the tests most likely
+to fail first) made order-dependent suites fail correct completions (arrow's locale tests), so it is
+not done.  With `guard="off"` (tests only) the record is pytest's junit XML checked
 against our plugin's files, which the code under test can rewrite.
 """
 from __future__ import annotations
@@ -153,7 +155,7 @@ def judge_run(sample: Sample, completion: str, config: JudgeConfig, evidence: Pa
     guard = None if config.guard == "off" else GuardSetup(config.guard, sample.file_name, sample.guard_allowed,
                                                           also_masked)
     run = run_pytest(inv, isolation=config.isolation, replacement=(sample.file_name, completed), readonly=readonly,
-                     limits=limits, evidence=evidence, guard=guard, ordered=sample.time_budget_s > 0)
+                     limits=limits, evidence=evidence, guard=guard)
     if out_of_budget(run.exit_code, config.timeout_s is None and sample.time_budget_s > 0):  # CPU budget spent
         tail = run.process.stderr_tail[-config.stderr_cap:]
         return mk(False, "timeout", stderr_tail=tail,

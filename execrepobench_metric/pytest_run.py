@@ -133,12 +133,11 @@ def clean_env(inv: PytestInvocation, *, home: Path) -> dict[str, str]:
 
 def run_pytest(inv: PytestInvocation, *, isolation: Isolation, replacement: tuple[str, str] | None = None,
                readonly: tuple[str, ...] = (), limits: Limits | None = None,
-               evidence: Path | None = None, guard: GuardSetup | None = None, ordered: bool = False) -> PytestRun:
+               evidence: Path | None = None, guard: GuardSetup | None = None) -> PytestRun:
     """Run pytest for `inv` in a private view of the tree (`sandbox.run_sandboxed`), with
     `replacement` applied.  `evidence`: a folder that receives the command, the junit XML, the
     plugin's records, capped stdout/stderr and timing (kept even when the run raises).  `guard`:
-    run pytest under the in-process guard and return its record too (and keep it in `evidence`).
-    `ordered`: run the selected tests in the selection's order of priority (groups kept together)."""
+    run pytest under the in-process guard and return its record too (and keep it in `evidence`)."""
     with tempfile.TemporaryDirectory(prefix="erb-run-") as tmp:
         out = Path(tmp)
         junit, collect = out / "junit.xml", out / "collected.json"
@@ -149,8 +148,6 @@ def run_pytest(inv: PytestInvocation, *, isolation: Isolation, replacement: tupl
         if inv.select:
             (out / "select.json").write_text(json.dumps(list(inv.select)), encoding="utf-8")
             env["EXECREPOBENCH_SELECT"] = str(out / "select.json")
-            if ordered:  # the selection's order is an order of priority: the plugin runs the tests in it
-                env["EXECREPOBENCH_SELECT_ORDERED"] = "1"
         wanted_coverage = inv.coverage_data
         if wanted_coverage is not None:  # written inside the run's writable folder, kept afterwards
             inv = dataclasses.replace(inv, coverage_data=out / "coverage.sqlite")

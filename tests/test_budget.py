@@ -1,9 +1,7 @@
-"""Time budgets, the plugin's order of priority, the benchmark's workload and ground-truth run
+"""Time budgets, the covering tests first in the record, the benchmark's workload and ground-truth run
 estimates: the pure parts, no sandbox."""
 import ast
-import importlib.util
 from dataclasses import replace
-from pathlib import Path
 
 from execrepobench.builder.baseline import Baseline
 from execrepobench.builder.ground_truth import estimate_s
@@ -16,7 +14,6 @@ from execrepobench_metric.limits import CPU_GRACE_S, Limits
 from execrepobench_metric.process import ProcessResult
 from execrepobench_metric.pytest_run import PytestRun
 
-PLUGIN = Path(__file__).parents[1] / "execrepobench_metric" / "pytest_plugin" / "_execrepobench_collect.py"
 
 
 def test_time_budget_floor_and_factor():
@@ -37,23 +34,6 @@ def test_run_limits_budget_timeout_and_none():
 def test_out_of_budget_only_when_a_budget_applied():
     assert out_of_budget(152, True) and out_of_budget(-24, True)  # SIGXCPU through bwrap / directly
     assert not out_of_budget(152, False) and not out_of_budget(1, True) and not out_of_budget(None, True)
-
-
-class _Item:
-    def __init__(self, nodeid):
-        self.nodeid = nodeid
-
-
-def test_plugin_orders_by_priority_keeping_groups():
-    spec = importlib.util.spec_from_file_location("collect_plugin", PLUGIN)
-    plugin = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(plugin)
-    items = [_Item(n) for n in ("a.py::t1", "a.py::C::t2", "a.py::C::t3", "b.py::t4", "b.py::t5", "a.py::t6")]
-    judged = ["b.py::t5", "a.py::C::t3", "a.py::t6", "a.py::t1", "a.py::C::t2", "b.py::t4"]
-    rank = {n: i for i, n in enumerate(judged)}
-    order = [it.nodeid for it in plugin._by_priority(items, rank)]
-    # module b first (it holds the top test), its tests by rank; then a: class C (rank 1) before t6, t1
-    assert order == ["b.py::t5", "b.py::t4", "a.py::C::t3", "a.py::C::t2", "a.py::t6", "a.py::t1"]
 
 
 def test_covering_tests_come_first():

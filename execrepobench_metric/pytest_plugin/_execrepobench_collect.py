@@ -24,40 +24,24 @@ def _write(suffix, data):
 
 
 def _selected():
-    """{node id: its position in the judged list} (the list's order is the order of priority), or None."""
     path = os.environ.get("EXECREPOBENCH_SELECT")
     if not path:
         return None
     with open(path, encoding="utf-8") as fh:
-        return {nodeid: rank for rank, nodeid in reversed(list(enumerate(json.load(fh))))}
-
-
-def _by_priority(items, rank):
-    """`items` with the most likely failures first, groups kept together: modules ordered by their
-    best-ranked test, classes within a module likewise, then the tests by rank (ties: pytest's order),
-    so module- and class-scoped fixtures are still set up once."""
-    module, group = {}, {}
-    for item in items:
-        r = rank[item.nodeid]
-        mod, grp = item.nodeid.split("::", 1)[0], item.nodeid.rsplit("::", 1)[0]
-        module[mod] = min(module.get(mod, r), r)
-        group[grp] = min(group.get(grp, r), r)
-    keyed = [(module[it.nodeid.split("::", 1)[0]], group[it.nodeid.rsplit("::", 1)[0]], rank[it.nodeid], i, it)
-             for i, it in enumerate(items)]
-    return [entry[-1] for entry in sorted(keyed, key=lambda e: e[:4])]
+        return set(json.load(fh))
 
 
 def pytest_collection_modifyitems(session, config, items):
     # Runs after the repo's own hooks (plugins registered with -p load late): keep only the judged
-    # tests, in their order of priority (the judge may stop at the first failure).  Selecting here,
-    # not with node ids on the command line, means an id that is missing in this run is reported as
-    # not run instead of aborting the whole run.
+    # tests, in pytest's own order (the order the baseline and verification ran them in: another
+    # order fails order-dependent suites).  Selecting here, not with node ids on the command line,
+    # means an id that is missing in this run is reported as not run instead of aborting the whole run.
     wanted = _selected()
     if wanted is None:
         return
     keep = [item for item in items if item.nodeid in wanted]
     dropped = [item for item in items if item.nodeid not in wanted]
-    items[:] = _by_priority(keep, wanted) if os.environ.get("EXECREPOBENCH_SELECT_ORDERED") == "1" else keep
+    items[:] = keep
     if dropped:
         config.hook.pytest_deselected(items=dropped)
 
