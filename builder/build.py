@@ -40,7 +40,7 @@ from .records import with_files
 from .repo_files import read_pool, write_atomic
 from .sources import SourceError, fetch
 from .repo_verification import verify_repo
-from .testlayout import NoTestsFound, test_modules
+from .testlayout import NoTestsFound, modules_with_tests
 from .verify import GUARD_RECORDING, VERIFY_SCHEME
 
 # Errors whose message says it all; any other exception is reported with its traceback.
@@ -114,7 +114,7 @@ def make_samples(name: str, pinned: str, root: Path, env_key: str, seed: int, ma
     """Mask the repository's sources (not its test paths' modules that define tests), attach ranked
     context: the candidate samples (not yet verified) and the masking part of the report."""
     pool = pool if pool is not None else read_pool(root)
-    masked = mask_repository(name, root, seed, mask, test_modules(root, test_paths), pool)
+    masked = mask_repository(name, root, seed, mask, modules_with_tests(root, test_paths), pool)
     raw, result, index, sources = masked.raw, masked.result, masked.index, masked.files
     samples = []
     for m in result.masks:

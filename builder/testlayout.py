@@ -87,7 +87,7 @@ def defines_tests(path: Path) -> bool:
     return False
 
 
-def test_modules(root: Path, paths: tuple[str, ...]) -> tuple[str, ...]:
+def modules_with_tests(root: Path, paths: tuple[str, ...]) -> tuple[str, ...]:
     """The files under `paths` (files or folders, repo-relative) that define tests: what masking leaves
     alone.  A test path that also holds library code (a package whose doctests are collected, e.g.
     `src/pydash`) keeps its other modules maskable."""

@@ -8,7 +8,7 @@ from execrepobench.builder.build import BuildConfig, build
 from execrepobench.builder.manifest import parse_manifest
 from execrepobench.builder.testconfig import coverage_settings, filter_addopts, neutralise, pytest_config
 from execrepobench.builder.masking import candidate_files
-from execrepobench.builder.testlayout import NoTestsFound, find_tests, test_modules
+from execrepobench.builder.testlayout import NoTestsFound, find_tests, modules_with_tests
 from execrepobench_dataset.record import read_jsonl
 from execrepobench_dataset.repo_record import read_repo_records
 from execrepobench_metric.environments import find_environment
@@ -76,7 +76,7 @@ def test_find_tests_beyond_pytests_defaults(tmp_path):
 def test_a_test_path_that_holds_library_code_stays_maskable(tmp_path):
     # pydash-like: doctests of the package are collected (test path `pkg`), its modules are still sources
     root = write_repo(tmp_path / "a", "pkg", tests={"pkg/check_arith.py": UNITTEST, "tests/test_x.py": UNITTEST})
-    excluded = test_modules(root, ("pkg", "tests", "missing"))
+    excluded = modules_with_tests(root, ("pkg", "tests", "missing"))
     assert excluded == ("pkg/check_arith.py", "tests/test_x.py")
     files = candidate_files(root, exclude=excluded)
     assert "pkg/check_arith.py" not in files and any(f.startswith("pkg/") for f in files), files
