@@ -34,6 +34,27 @@ def cache_dir(private_cache) -> Path:
     return private_cache
 
 
+@pytest.fixture()
+def offline_hf(tmp_path, monkeypatch) -> Path:
+    """No network, no user cache: what `datasets` / `huggingface_hub` write goes under tmp_path/hf_home.
+
+    Sets the variables for child processes and the libraries' module constants for this process
+    (they are read once, at import). Opt-in: tests ask for it by name.
+    """
+    import datasets.config
+    import huggingface_hub.constants
+
+    hf = tmp_path / "hf_home"
+    for name, value in (("HF_HUB_OFFLINE", "1"), ("HF_DATASETS_OFFLINE", "1"), ("HF_HOME", str(hf)),
+                        ("HF_DATASETS_CACHE", str(hf / "datasets"))):
+        monkeypatch.setenv(name, value)
+    monkeypatch.setattr(datasets.config, "HF_HUB_OFFLINE", True)
+    monkeypatch.setattr(datasets.config, "HF_DATASETS_OFFLINE", True)
+    monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", hf / "datasets")
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
+    return hf
+
+
 def sandbox_required() -> bool:
     return any(os.environ.get(v, "") not in ("", "0", "false") for v in REQUIRE_SANDBOX_VARS)
 

@@ -1,20 +1,11 @@
 """The data commands end to end: build -> instruct -> publish -> load_dataset, through the CLI."""
 import json
 
-import pytest
-
 from execrepobench.runner.cli import main
 from execrepobench_dataset.record import read_jsonl
 
 
-@pytest.fixture()
-def offline(monkeypatch, tmp_path):
-    for var in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"):
-        monkeypatch.setenv(var, "1")
-    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
-
-
-def test_publish_round_trip_via_cli(built_minirepo, tmp_path, offline):
+def test_publish_round_trip_via_cli(built_minirepo, tmp_path, offline_hf):
     import datasets
 
     folder = tmp_path / "dataset"

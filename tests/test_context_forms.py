@@ -118,22 +118,7 @@ def write_build(out, samples=SAMPLES):
     return out
 
 
-@pytest.fixture()
-def offline(tmp_path, monkeypatch):
-    import datasets.config
-    import huggingface_hub.constants
-
-    hf = tmp_path / "hf_home"
-    for name, value in (("HF_HUB_OFFLINE", "1"), ("HF_DATASETS_OFFLINE", "1"), ("HF_HOME", str(hf))):
-        monkeypatch.setenv(name, value)
-    monkeypatch.setattr(datasets.config, "HF_HUB_OFFLINE", True)
-    monkeypatch.setattr(datasets.config, "HF_DATASETS_OFFLINE", True)
-    monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", hf / "datasets")
-    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
-    return hf
-
-
-def test_repositories_config_round_trip(tmp_path, offline):
+def test_repositories_config_round_trip(tmp_path, offline_hf):
     """publish -> load_dataset every config offline -> RepoRecord with its files -> the samples' context."""
     import datasets
 
@@ -141,7 +126,7 @@ def test_repositories_config_round_trip(tmp_path, offline):
     from execrepobench_dataset.publish import publish
 
     publish(write_build(tmp_path / "build"), tmp_path / "ds")
-    cache = str(offline / "c")
+    cache = str(offline_hf / "c")
     for config, split in (("exec_repo_bench", "test"), ("repositories", "train")):
         assert datasets.load_dataset(str(tmp_path / "ds"), config, split=split, cache_dir=cache).num_rows >= 1
     (row,) = datasets.load_dataset(str(tmp_path / "ds"), "repositories", split="train", cache_dir=cache)
@@ -155,7 +140,7 @@ def test_repositories_config_round_trip(tmp_path, offline):
     assert opened.repositories == (RECORD,) and opened.context(opened.samples[0]) == ranked_context(rows[0], RECORD)
 
 
-def test_materialised_publication_is_self_contained_and_larger(tmp_path, offline):
+def test_materialised_publication_is_self_contained_and_larger(tmp_path, offline_hf):
     from execrepobench_dataset.load import load_samples
     from execrepobench_dataset.publish import publish
 
@@ -164,7 +149,7 @@ def test_materialised_publication_is_self_contained_and_larger(tmp_path, offline
     mat = publish(build, tmp_path / "mat", context="materialised")
     assert ref["fingerprint"] == mat["fingerprint"]  # the same dataset, in two forms
     assert mat["configs"]["exec_repo_bench"]["bytes"] > ref["configs"]["exec_repo_bench"]["bytes"]
-    rows = load_samples(str(tmp_path / "mat"), cache_dir=str(offline / "c"))
+    rows = load_samples(str(tmp_path / "mat"), cache_dir=str(offline_hf / "c"))
     assert all(s.context_code == ranked_context(by_reference(s), RECORD) for s in rows)
     card = (tmp_path / "mat" / "README.md").read_text(encoding="utf-8")
     assert "stored materialised" in card and "stored by reference" in (tmp_path / "ref" / "README.md").read_text()

@@ -22,22 +22,7 @@ RECORDS = [RepoRecord(repo_name=r, repo_source=PINNED[r], python="3.11", env_key
                       license={"alpha": "MIT", "beta": ""}[r], manifest_entry=f'[[repo]]\nname = "{r}"\n')
            for r in PINNED]
 
-
-@pytest.fixture(autouse=True)
-def offline(tmp_path, monkeypatch):
-    """No network, no user cache: everything `datasets` / `huggingface_hub` write goes under tmp_path."""
-    import datasets.config
-    import huggingface_hub.constants
-
-    hf = tmp_path / "hf_home"
-    for name, value in (("HF_HUB_OFFLINE", "1"), ("HF_DATASETS_OFFLINE", "1"), ("HF_HOME", str(hf)),
-                        ("HF_DATASETS_CACHE", str(hf / "datasets"))):
-        monkeypatch.setenv(name, value)
-    monkeypatch.setattr(datasets.config, "HF_HUB_OFFLINE", True)
-    monkeypatch.setattr(datasets.config, "HF_DATASETS_OFFLINE", True)
-    monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", hf / "datasets")
-    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
-    return hf
+pytestmark = pytest.mark.usefixtures("offline_hf")  # no network, HF caches under tmp_path
 
 
 def sample(repo, file_name, prefix, middle, suffix, fill, context=(), judged=(), command=("python", "-m", "pytest")):
@@ -140,7 +125,7 @@ def test_features_match_records_and_differ_between_configs():
     assert f != instruct_features()
 
 
-def test_round_trip_load_dataset_gives_back_the_published_records(published, offline):
+def test_round_trip_load_dataset_gives_back_the_published_records(published, offline_hf):
     import datasets
 
     folder, summary = published
@@ -152,26 +137,26 @@ def test_round_trip_load_dataset_gives_back_the_published_records(published, off
     assert 0 < arrow == card_meta(folder)["dataset_info"][0]["dataset_size"]
     assert summary["configs"]["repo_instruct"]["files"] == ["train-00000-of-00002.parquet",
                                                             "train-00001-of-00002.parquet"]
-    ds = datasets.load_dataset(str(folder), "exec_repo_bench", split="test", cache_dir=str(offline / "c"))
+    ds = datasets.load_dataset(str(folder), "exec_repo_bench", split="test", cache_dir=str(offline_hf / "c"))
     assert ds.features == features()
     expected = sorted((s.to_dict() for s in SAMPLES), key=lambda d: d["sample_id"])
     assert [dict(row) for row in ds] == expected
-    inst = datasets.load_dataset(str(folder), "repo_instruct", split="train", cache_dir=str(offline / "c"))
+    inst = datasets.load_dataset(str(folder), "repo_instruct", split="train", cache_dir=str(offline_hf / "c"))
     assert inst.features == instruct_features()
     assert [dict(row) for row in inst] == [r.to_dict() for r in INSTRUCT]  # streamed in the corpus's order
     # the default config is the benchmark
-    assert datasets.load_dataset(str(folder), split="test", cache_dir=str(offline / "c")).num_rows == 5
+    assert datasets.load_dataset(str(folder), split="test", cache_dir=str(offline_hf / "c")).num_rows == 5
 
 
-def test_load_helpers(published, offline):
+def test_load_helpers(published, offline_hf):
     from execrepobench_dataset import load, load_instruct, load_samples
 
     folder, _ = published
-    ds = load(str(folder), cache_dir=str(offline / "c"))
+    ds = load(str(folder), cache_dir=str(offline_hf / "c"))
     assert ds.split == "test" and ds.features == features()
-    assert load_samples(str(folder), cache_dir=str(offline / "c")) == sorted(SAMPLES, key=lambda s: s.sample_id)
-    assert load(str(folder), "repo_instruct", cache_dir=str(offline / "c")).split == "train"
-    assert load_instruct(str(folder), cache_dir=str(offline / "c")) == INSTRUCT
+    assert load_samples(str(folder), cache_dir=str(offline_hf / "c")) == sorted(SAMPLES, key=lambda s: s.sample_id)
+    assert load(str(folder), "repo_instruct", cache_dir=str(offline_hf / "c")).split == "train"
+    assert load_instruct(str(folder), cache_dir=str(offline_hf / "c")) == INSTRUCT
     with pytest.raises(ValueError, match="'exec_repo_bench', 'repo_instruct'"):
         load(str(folder), "default")
 

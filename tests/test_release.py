@@ -8,24 +8,9 @@ from execrepobench.builder.manifest import parse_manifest
 from execrepobench.builder.release import ReleaseConfig, release
 
 
-@pytest.fixture()
-def offline(tmp_path, monkeypatch):
-    import datasets.config
-    import huggingface_hub.constants
-
-    hf = tmp_path / "hf_home"
-    for name, value in (("HF_HUB_OFFLINE", "1"), ("HF_DATASETS_OFFLINE", "1"), ("HF_HOME", str(hf))):
-        monkeypatch.setenv(name, value)
-    monkeypatch.setattr(datasets.config, "HF_HUB_OFFLINE", True)
-    monkeypatch.setattr(datasets.config, "HF_DATASETS_OFFLINE", True)
-    monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", hf / "datasets")
-    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
-    return hf
-
-
 @pytest.mark.slow
 @pytest.mark.sandbox
-def test_release_builds_instructs_publishes_and_resumes(tmp_path, minirepo, offline, monkeypatch):
+def test_release_builds_instructs_publishes_and_resumes(tmp_path, minirepo, offline_hf, monkeypatch):
     import datasets
 
     from execrepobench.builder import build as build_mod
@@ -55,7 +40,7 @@ def test_release_builds_instructs_publishes_and_resumes(tmp_path, minirepo, offl
     assert set(summary["time_s"]) == {"build", "instruct", "publish", "total"}
     assert summary["fingerprints"]["dataset"] == summary["stages"]["publish"]["fingerprint"]
     assert not (tmp_path / "rel" / "dataset-materialised").exists()
-    folder, cache = str(tmp_path / "rel" / "dataset"), str(offline / "c")
+    folder, cache = str(tmp_path / "rel" / "dataset"), str(offline_hf / "c")
     for name, split in (("exec_repo_bench", "test"), ("repositories", "train"), ("repo_instruct", "train")):
         ds = datasets.load_dataset(folder, name, split=split, cache_dir=cache)
         assert ds.num_rows == {"exec_repo_bench": summary["counts"]["samples"], "repositories": 1,
