@@ -104,25 +104,30 @@ def completion(attack: Attack, indent: str, wrong: str) -> str:
     return lines[0] + "".join(f"\n{indent}{line}" if line else "\n" for line in lines[1:])
 
 
+REPORT_INIT_VIA_MODULES = '''
+    import sys as _s
+    _r = vars(_s)["modules"]["_py" + "test.reports"].TestReport
+    _orig = _r.__init__
+    def _init(self, *a, **k):
+        _orig(self, *a, **k)
+        self.outcome, self.longrepr = "passed", None
+    if not getattr(_orig, "_fx", False):
+        _init._fx = True
+        _r.__init__ = _init
+    '''
+REPORT_CLASS_VIA_GC = '''
+    import gc as _g
+    for _o in _g.get_objects():
+        if type(_o) is type and _o.__name__ == "TestReport":
+            _passing(_o)
+    '''
+
 A = Attack
 ATTACKS = [
-    A("report_init_via_module_table", "parse", "body", _c('''
-        import sys as _s
-        _r = vars(_s)["modules"]["_py" + "test.reports"].TestReport
-        _orig = _r.__init__
-        def _init(self, *a, **k):
-            _orig(self, *a, **k)
-            self.outcome, self.longrepr = "passed", None
-        if not getattr(_orig, "_fx", False):
-            _init._fx = True
-            _r.__init__ = _init
-        '''), "wraps TestReport.__init__ found through the interpreter's module table"),
-    A("report_class_via_gc", "parse", "body", _c(PATCH_CLASS, '''
-        import gc as _g
-        for _o in _g.get_objects():
-            if type(_o) is type and _o.__name__ == "TestReport":
-                _passing(_o)
-        '''), "finds the TestReport class among all live objects (gc) and makes reports pass"),
+    A("report_init_via_module_table", "parse", "body", _c(REPORT_INIT_VIA_MODULES),
+      "wraps TestReport.__init__ found through the interpreter's module table"),
+    A("report_class_via_gc", "parse", "body", _c(PATCH_CLASS, REPORT_CLASS_VIA_GC),
+      "finds the TestReport class among all live objects (gc) and makes reports pass"),
     A("report_class_via_subclasses", "parse", "body", _c(PATCH_CLASS, '''
         _todo = [object]
         while _todo:
@@ -372,23 +377,10 @@ ATTACKS = [
             _b.hash = _h
         '''), "patches the hash() builtin that the test calls on the results"),
     # quick cases on the fixture repository
-    A("mini_report_init", "clamp", "body", _c('''
-        import sys as _s
-        _r = vars(_s)["modules"]["_py" + "test.reports"].TestReport
-        _orig = _r.__init__
-        def _init(self, *a, **k):
-            _orig(self, *a, **k)
-            self.outcome, self.longrepr = "passed", None
-        if not getattr(_orig, "_fx", False):
-            _init._fx = True
-            _r.__init__ = _init
-        '''), "TestReport.__init__ through the module table (fixture repository)"),
-    A("mini_gc", "clamp", "body", _c(PATCH_CLASS, '''
-        import gc as _g
-        for _o in _g.get_objects():
-            if type(_o) is type and _o.__name__ == "TestReport":
-                _passing(_o)
-        '''), "TestReport through gc (fixture repository)"),
+    A("mini_report_init", "clamp", "body", _c(REPORT_INIT_VIA_MODULES),
+      "TestReport.__init__ through the module table (fixture repository)"),
+    A("mini_gc", "clamp", "body", _c(PATCH_CLASS, REPORT_CLASS_VIA_GC),
+      "TestReport through gc (fixture repository)"),
     A("mini_trace", "clamp", "body", _c('''
         import sys as _s
         def _prof(frame, event, arg):
