@@ -19,10 +19,10 @@ import statistics
 import sys
 import time
 import tokenize
-import warnings
 from collections import defaultdict
 from pathlib import Path
 
+from execrepobench.builder.agreement import compiles_in_place
 from execrepobench_metric.judge import JudgeConfig, judge
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -32,16 +32,6 @@ from guard_attacks import old_blocklist_hits  # noqa: E402
 
 PHRASE = ("don't kill or fork the worker here: the signal handler, atexit hooks, ctypes, importlib, builtins, "
           "sys.modules and os._exit belong to pytest (see conftest and the junit report)")
-
-
-def compiles(sample, middle: str) -> bool:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        try:
-            compile(sample.prefix_code + middle + sample.suffix_code, sample.file_name, "exec", dont_inherit=True)
-            return True
-        except (SyntaxError, ValueError):
-            return False
 
 
 def honest_variants(sample) -> dict[str, str]:
@@ -57,7 +47,7 @@ def honest_variants(sample) -> dict[str, str]:
     out["comment"] = "\n".join([lines[0] + f"  # {PHRASE}", *lines[1:]])
     indent = sample.prefix_code[len(sample.prefix_code.rstrip(" ")):]
     out["string"] = f"_note = {PHRASE!r}\n{indent}{gt}"
-    return {k: v for k, v in out.items() if compiles(sample, v)}
+    return {k: v for k, v in out.items() if compiles_in_place(sample, v)}
 
 
 def overhead(samples, rounds: int, timeout: float) -> None:

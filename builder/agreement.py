@@ -32,7 +32,8 @@ MUTATIONS = (
 _CALL_ARGS = re.compile(r"\(([^(),\n]+),\s*([^(),\n]+)\)")
 
 
-def _compiles(sample: Sample, fill: str) -> bool:
+def compiles_in_place(sample: Sample, fill: str) -> bool:
+    """Does the file with `fill` in the masked place compile?"""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
@@ -58,13 +59,13 @@ def mutants(sample: Sample, limit: int = 3) -> list[tuple[str, str]]:
         else:
             new = repl
         variant = middle[:m.start()] + new + middle[m.end():]
-        if variant not in seen and _compiles(sample, variant):
+        if variant not in seen and compiles_in_place(sample, variant):
             seen.add(variant)
             out.append((name, variant))
     m = _CALL_ARGS.search(middle)
     if m and m.group(1).strip() != m.group(2).strip():
         variant = middle[:m.start()] + f"({m.group(2)}, {m.group(1)})" + middle[m.end():]
-        if variant not in seen and _compiles(sample, variant):
+        if variant not in seen and compiles_in_place(sample, variant):
             out.append(("swap_args", variant))
     return out[:limit]
 

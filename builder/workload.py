@@ -14,7 +14,7 @@ import warnings
 from execrepobench_dataset.record import Sample
 from execrepobench_metric.fills import null_fill
 
-from .agreement import mutants
+from .agreement import compiles_in_place, mutants
 
 # An expression that never returns and holds constant memory: int() is 0 forever, so no element passes.
 HANG_EXPR = "next(_x for _x in iter(int, 1) if _x)"
@@ -28,10 +28,6 @@ def _tree(code: str) -> str | None:
             return ast.dump(ast.parse(code))
         except (SyntaxError, ValueError):
             return None
-
-
-def _compiles(sample: Sample, fill: str) -> bool:
-    return _tree(sample.prefix_code + fill + sample.suffix_code) is not None
 
 
 def reformatted(sample: Sample) -> str | None:
@@ -64,7 +60,7 @@ def never_terminating(sample: Sample) -> str | None:
     if not line_start.strip():  # the region starts a statement: hang there, then run the original
         candidates.append(f"{HANG_EXPR}\n{line_start}{middle}")
     candidates += [f"({HANG_EXPR}, ({middle}))[1]", HANG_EXPR, "while True: pass"]
-    return next((c for c in candidates if _compiles(sample, c)), None)
+    return next((c for c in candidates if compiles_in_place(sample, c)), None)
 
 
 def workload(sample: Sample) -> list[tuple[str, str]]:
