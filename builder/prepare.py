@@ -59,7 +59,9 @@ def prepare(spec: RepoSpec, fetched: FetchedSource, python: str | None, *, runs:
     modules = [m for m in top_level_modules(sources) if m not in skip_modules]
     baseline = run_baseline(spec.name, env, fetched.root, run_spec, modules, runs=runs, timeout_s=timeout_s,
                             isolation=isolation, workers=workers)
-    report = {"env_key": env.key, "environment": {"python": version, "lock_lines": len(lock), "freeze": list(env.freeze)},
+    # the editable install's line names this machine's cache: the report names the pinned source instead
+    freeze = [f"-e {draft.repo_source}" if line.startswith("-e ") else line for line in env.freeze]
+    report = {"env_key": env.key, "environment": {"python": version, "lock_lines": len(lock), "freeze": freeze},
               "isolation": str(isolation), "test_layout": layout.report(), "test_config": overrides.report,
               "baseline": baseline.summary(), "manifest_entry": draft.manifest_entry}
     parts = baseline.timings

@@ -130,3 +130,5 @@ def test_published_folder_names_no_machine_path(built, tmp_path):
                        "/tmp/pytest-of"):
             assert needle.encode() not in data, (path, needle)
     assert "not portable" in (tmp_path / "published" / "README.md").read_text()  # the card says so for path:
+    for report in (out / "build_report.json", *(out / "repos").glob("*/report.json")):  # local, but shared too
+        assert str(cache_a) not in report.read_text(encoding="utf-8"), report
