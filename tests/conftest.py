@@ -45,8 +45,8 @@ def offline_hf(tmp_path, monkeypatch) -> Path:
     import huggingface_hub.constants
 
     hf = tmp_path / "hf_home"
-    for name, value in (("HF_HUB_OFFLINE", "1"), ("HF_DATASETS_OFFLINE", "1"), ("HF_HOME", str(hf)),
-                        ("HF_DATASETS_CACHE", str(hf / "datasets"))):
+    for name, value in (("HF_HUB_OFFLINE", "1"), ("HF_DATASETS_OFFLINE", "1"), ("HF_EVALUATE_OFFLINE", "1"),
+                        ("HF_HOME", str(hf)), ("HF_DATASETS_CACHE", str(hf / "datasets"))):
         monkeypatch.setenv(name, value)
     monkeypatch.setattr(datasets.config, "HF_HUB_OFFLINE", True)
     monkeypatch.setattr(datasets.config, "HF_DATASETS_OFFLINE", True)

@@ -17,13 +17,6 @@ METRIC_DIR = Path(__file__).parents[1] / "execrepobench_metric"
 needs_bwrap = pytest.mark.sandbox
 
 
-@pytest.fixture()
-def offline_hf(tmp_path, monkeypatch):
-    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.setenv("HF_EVALUATE_OFFLINE", "1")
-
-
 def front_matter(text):
     assert text.startswith("---\n")
     return yaml.safe_load(text.split("---\n")[1])

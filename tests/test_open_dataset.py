@@ -13,12 +13,10 @@ from test_dataset import RECORDS, SAMPLES, write_build
 
 
 @pytest.fixture()
-def forms(tmp_path, monkeypatch):
+def forms(tmp_path, offline_hf):
     """(builder folder, published folder), with HF caches under tmp_path and no network."""
     from execrepobench_dataset.publish import publish
 
-    for name, value in (("HF_HUB_OFFLINE", "1"), ("HF_DATASETS_OFFLINE", "1"), ("HF_HOME", str(tmp_path / "hf"))):
-        monkeypatch.setenv(name, value)
     build = write_build(tmp_path / "OUT")
     publish(build, tmp_path / "published")
     return build, tmp_path / "published"
