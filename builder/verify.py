@@ -46,7 +46,8 @@ from .selection import CoverageMap, ImportGraph, select_tests
 DROP_REASONS = ("gt_failed", "null_passed", "no_null_fill", "no_tests", "harness_error")
 VERIFY_BATCH = 2  # samples per executor batch (each is 3 ground-truth runs and a null fill)
 GUARD_RECORDING = 1  # what verification records for the in-process guard (Sample.guard_allowed); part of build keys
-VERIFY_SCHEME = 3  # 3: null fill first (fail fast, budgets, pytest order), shared ground truth; part of build keys
+VERIFY_SCHEME = 4  # 3: null fill first (fail fast, budgets, pytest order), shared ground truth; 4: exact
+# exclusions with a selection, no example files collected as modules, duplicate node ids; part of build keys
 
 
 @dataclass(frozen=True)

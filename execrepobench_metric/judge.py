@@ -146,9 +146,11 @@ def judge_run(sample: Sample, completion: str, config: JudgeConfig, evidence: Pa
     python, root = env.python, env.root
     select = judged_tests(sample, config.selection)
     wall_s, limits = run_limits(sample.time_budget_s, config.timeout_s, config.limits)
+    # A selection is exact (our plugin keeps these ids); pytest's --deselect matches node-id prefixes, so
+    # deselecting an excluded `test_x` would also drop a judged `test_x_y` (babel, pydash).
     inv = PytestInvocation.from_test_command(
         sample.test_command, python=python, root=root, select=select,
-        deselect=tuple(t for t in sample.excluded_tests if t not in select), timeout_s=wall_s,
+        deselect=() if select else sample.excluded_tests, timeout_s=wall_s,
         max_fail=1 if config.fail_fast else 0)
     test_files = tuple(sorted({t.split("::")[0] for t in select}))
     readonly = tuple(p for p in protected_paths(root, inv.test_paths) + test_files if p != sample.file_name)

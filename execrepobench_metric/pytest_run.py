@@ -148,6 +148,7 @@ def run_pytest(inv: PytestInvocation, *, isolation: Isolation, replacement: tupl
         if inv.select:
             (out / "select.json").write_text(json.dumps(list(inv.select)), encoding="utf-8")
             env["EXECREPOBENCH_SELECT"] = str(out / "select.json")
+            env["EXECREPOBENCH_TEST_PATHS"] = json.dumps(list(inv.test_paths))  # what a whole-suite run names
         wanted_coverage = inv.coverage_data
         if wanted_coverage is not None:  # written inside the run's writable folder, kept afterwards
             inv = dataclasses.replace(inv, coverage_data=out / "coverage.sqlite")

@@ -52,6 +52,14 @@ def test_evidence_stream_detects_every_change():
     assert cut.problem == "" and cut.exit_code is None and not cut.finished
     assert read_evidence(_stream(key, rows + [["report", "t::a", "call", "passed"]]), key).problem  # after exit
     assert verify_lines(b"", key) == ([], "")
+    # a phase reported twice is damage, unless the collector made two items of that id (docopt-ng's cases)
+    twice = rows[:3] + [["report", "t::a", "call", "passed"]] + rows[3:5]
+    assert "a second call report for t::a" in read_evidence(_stream(key, twice), key).problem
+    dup = [rows[0], ["collected", "t::a", "t::a", "t::b"], *twice[2:]]
+    assert read_evidence(_stream(key, dup), key).problem == ""
+    assert read_evidence(_stream(key, dup), key).outcomes["t::a"] == "failed"  # the worse of the two
+    thrice = dup[:3] + [["report", "t::a", "call", "passed"]] + dup[3:]
+    assert "a second call report" in read_evidence(_stream(key, thrice), key).problem
     with pytest.raises(ValueError):
         GuardSetup("off", "m.py")
 

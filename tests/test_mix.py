@@ -103,6 +103,27 @@ def test_an_exhausted_level_leaves_its_slots_to_the_others():
     assert counts == {"random": 0, "expression": 9, "statement": 6, "block": 9}
 
 
+def test_whole_suite_candidates_are_a_reserve_verified_only_when_a_level_is_short():
+    suite = lambda lvl, i: replace(cand(lvl, i), selection_rule="suite")  # noqa: E731 - no test ran the code
+    cands = [suite(lvl, i) for lvl in LEVELS for i in range(0, 10)] + \
+        [cand(lvl, i) for lvl in LEVELS for i in range(10, 20)]
+    verify = Verifier(dict.fromkeys(LEVELS, 1))
+    asked = []
+    res = verify_to_quotas(cands, {"random": 1, "expression": 3, "statement": 2, "block": 3}, verify,
+                           more=lambda needs, r: asked.append(needs) or [])
+    assert len(res.kept) == 9 and not asked  # enough without them: not one whole-suite candidate verified
+    assert all(int(s[3:]) >= 10 for s in verify.seen)
+    # a level short after the extra rounds (none of its covered candidates verify) falls back on the reserve
+    verify = Verifier({"random": 1, "expression": 1, "statement": 1, "block": 7})
+    res = verify_to_quotas(cands, {"random": 1, "expression": 3, "statement": 2, "block": 3}, verify,
+                           more=lambda needs, r: asked.append(dict(needs)) or [], max_extra_rounds=1)
+    assert asked == [{"block": 2}]  # masking more came first
+    reserved = [s for s in verify.seen if s.startswith("blo") and int(s[3:]) < 10]
+    assert reserved and verify.seen.index(reserved[0]) > max(verify.seen.index(s) for s in verify.seen
+                                                            if int(s[3:]) >= 10)
+    assert sum(s.fill_type == FILL_BLOCK for s in res.kept) == 3 and res.report["short_levels"] == {}
+
+
 def test_too_few_candidates_keep_what_verifies():
     cands = [cand("expression", i) for i in range(3)] + [cand("random", 0, FILL_MULTI_LINE)]
     res = verify_to_quotas(cands, {"random": 1, "expression": 2, "statement": 2, "block": 2},

@@ -11,6 +11,8 @@ the fact to the judge as it happens.  Without the guard nobody listens and the c
 """
 import json
 import os
+
+import pytest
 from sys import audit as _audit
 
 _OUTCOMES = {}
@@ -29,6 +31,31 @@ def _selected():
         return None
     with open(path, encoding="utf-8") as fh:
         return set(json.load(fh))
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_pycollect_makemodule(module_path, parent):
+    # With a selection, pytest is given the selected tests' files instead of the suite's test paths, and
+    # a file named on the command line is collected as a test module whatever its name: an example file
+    # that a repository's conftest collects as data (pygments' tests/examplefiles/**/*.py) would be
+    # imported as a test module too, which the whole suite never does.  Such a module is not collected.
+    outcome = yield
+    if os.environ.get("EXECREPOBENCH_SELECT") and _named_only_by_selection(module_path, parent):
+        outcome.force_result(None)
+
+
+def _named_only_by_selection(path, parent):
+    if not parent.session.isinitpath(path):
+        return False
+    try:
+        from _pytest.python import path_matches_patterns
+        if path_matches_patterns(path, parent.config.getini("python_files")):
+            return False
+    except ImportError:  # an old pytest: keep pytest's own behaviour
+        return False
+    named = json.loads(os.environ.get("EXECREPOBENCH_TEST_PATHS") or "[]")
+    root = parent.config.rootpath
+    return not any(path == (root / p).resolve() or path == root / p for p in named)
 
 
 def pytest_collection_modifyitems(session, config, items):

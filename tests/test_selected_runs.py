@@ -1,0 +1,91 @@
+"""A judged run of a selection sees the same tests as the whole suite did: an excluded `test_x` does not
+take a judged `test_x_y` with it (pytest's --deselect matches prefixes), a `.py` data file that the
+repository's conftest collects is not imported as a test module because the selection names its file,
+and a collector that makes two items of one id is not taken for a damaged evidence stream."""
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from conftest import make_sample, prepared_repo
+from execrepobench.builder.verify import verify_one
+from execrepobench_metric.judge import JudgeConfig, judge
+
+CONFTEST = '''import pytest
+
+
+class Example(pytest.Item):
+    def runtest(self):
+        from selrepo.core import double
+        assert double(int(self.path.read_text().split("=")[1].strip().split()[0])) > 0
+
+
+class ExampleFile(pytest.File):
+    def collect(self):
+        yield Example.from_parent(self, name="example")
+
+
+class Case(pytest.Item):
+    def runtest(self):
+        from selrepo.core import double
+        assert double(2) == 4
+
+
+class CaseFile(pytest.File):
+    def collect(self):
+        for _ in range(2):  # two cases of one id, like docopt-ng's testcases.docopt
+            yield Case.from_parent(self, name="case")
+
+
+def pytest_collect_file(file_path, parent):
+    if file_path.parent.name == "examples" and file_path.suffix == ".py":
+        return ExampleFile.from_parent(parent, path=file_path)
+    if file_path.suffix == ".cases":
+        return CaseFile.from_parent(parent, path=file_path)
+'''
+
+
+@pytest.fixture(scope="module")
+def selrepo(tmp_path_factory):
+    base = tmp_path_factory.mktemp("selrepo")
+    patch = pytest.MonkeyPatch()
+    patch.setenv("EXECREPOBENCH_CACHE", str(base / "cache"))
+    repo = base / "selrepo"
+    (repo / "selrepo").mkdir(parents=True)
+    (repo / "tests" / "examples").mkdir(parents=True)
+    (repo / "pyproject.toml").write_text('[project]\nname = "selrepo"\nversion = "0.1"\n\n[build-system]\n'
+                                         'requires = ["setuptools"]\nbuild-backend = "setuptools.build_meta"\n')
+    (repo / "selrepo" / "__init__.py").write_text("")
+    (repo / "selrepo" / "core.py").write_text("def double(x):\n    return x * 2\n")
+    (repo / "tests" / "conftest.py").write_text(CONFTEST)
+    # an example file: data for the conftest's collector; imported as a module it raises
+    (repo / "tests" / "examples" / "sample.py").write_text("value = 3  # an example, not a test module\n"
+                                                           "raise RuntimeError('not a test module')\n")
+    (repo / "tests" / "twice.cases").write_text("two cases\n")
+    (repo / "tests" / "test_core.py").write_text(
+        "from selrepo.core import double\n\n\ndef test_x():\n    assert False, 'fails at baseline: excluded'\n\n\n"
+        "def test_x_y():\n    assert double(3) == 6\n")
+    built = prepared_repo(f'[[repo]]\nsource = "path:{repo}"\nname = "selrepo"\n', base)
+    built["cache"] = str(base / "cache")
+    patch.undo()
+    return built
+
+
+@pytest.mark.sandbox
+@pytest.mark.slow
+def test_a_selection_judges_what_the_whole_suite_ran(selrepo, monkeypatch):
+    monkeypatch.setenv("EXECREPOBENCH_CACHE", selrepo["cache"])
+    judged = ("tests/examples/sample.py::example", "tests/test_core.py::test_x_y", "tests/twice.cases::case")
+    sample = replace(make_sample(selrepo, "selrepo/core.py", "return x * 2", judged=judged),
+                     excluded_tests=("tests/test_core.py::test_x",))
+    conf = JudgeConfig(timeout_s=120)
+    gold = judge(sample, sample.middle_code, replace(conf, known_verdicts=False, fail_fast=False))
+    assert (gold.passed, gold.reason) == (True, "passed"), gold
+    wrong = judge(sample, "return x * 3", conf)
+    assert (wrong.passed, wrong.reason) == (False, "failed"), wrong
+    for only in judged:  # each on its own, too
+        one = replace(sample, judged_tests=(only,))
+        assert judge(one, one.middle_code, replace(conf, known_verdicts=False)).passed, only
+    out = verify_one(sample, conf)  # the builder's verification (guard recording, then enforcing) keeps it
+    assert out.kept and out.reason == "kept", out
