@@ -6,7 +6,9 @@ metric's own judge.  Round 1 records what the guard sees their masked files do (
 at once); when it sees nothing - the usual case - every candidate's `guard_allowed` is empty, exactly
 what a run of its own would have recorded, and the later rounds are judged with nothing allowed.  When
 it sees something, the candidates are checked again per masked file, so each one's allowances are its
-own file's.  A candidate passes a round when the union passed; its run time is derived from the round
+own file's: each file's recording round runs on its own, and the later rounds run together again for
+the files that recorded the same allowances (most record nothing).  A candidate passes a round when the
+union passed; its run time is derived from the round
 (the run's fixed part - sandbox, interpreter, pytest, collection - plus its own tests' junit times),
 and its time budget from the slowest round.  When a union fails, its candidates are checked apart (a
 test that only fails next to another one's must not drop a candidate that passes alone).
@@ -30,8 +32,8 @@ class GroundTruth:
     reason: str  # "passed", "gt_failed" or "harness_error"
     runs_s: tuple[float, ...] = ()  # this sample's run time in each round (derived)
     detail: str = ""
-    shared_runs_s: tuple[float, ...] = ()  # wall seconds of the runs its group made (the cost, shared)
-    group: str = ""  # the group's first sample id (whose runs `shared_runs_s` are)
+    # the runs it shared, as (group key, wall seconds of that group's runs): the cost, counted once per group
+    costs: tuple[tuple[str, tuple[float, ...]], ...] = ()
 
 
 def estimate_s(run: PytestRun, tests: Sequence[str]) -> float:
@@ -50,44 +52,65 @@ def _judge(sample: Sample, config: JudgeConfig, also: tuple[str, ...]) -> tuple[
 
 
 def _in_order(samples: Sequence[Sample], parts: list[list[Sample]], config: JudgeConfig,
-              rounds: int) -> list[GroundTruth]:
-    found = {g.sample.sample_id: g for part in parts for g in check_ground_truth(part, config, rounds)}
+              rounds: int, allowed: tuple[str, ...] | None) -> list[GroundTruth]:
+    found = {g.sample.sample_id: g for part in parts for g in check_ground_truth(part, config, rounds, allowed)}
     return [found[s.sample_id] for s in samples]
 
 
 def _per_file(samples: Sequence[Sample], config: JudgeConfig, rounds: int) -> list[GroundTruth]:
+    """The guard saw the union do something: each file's recording round on its own (whose was it?), then
+    the other rounds together again for the files that recorded the same allowances."""
     groups: dict[str, list[Sample]] = {}
     for s in samples:
         groups.setdefault(s.file_name, []).append(s)
-    return _in_order(samples, list(groups.values()), config, rounds)
+    recorded = _in_order(samples, list(groups.values()), config, 1, None)
+    if rounds <= 1:
+        return recorded
+    found = {g.sample.sample_id: g for g in recorded if not g.passed}
+    by_allowed: dict[tuple[str, ...], list[GroundTruth]] = {}
+    for g in recorded:
+        if g.passed:
+            by_allowed.setdefault(g.sample.guard_allowed, []).append(g)
+    for allowed, first in by_allowed.items():
+        rest = check_ground_truth([g.sample for g in first], config, rounds - 1, allowed)
+        for one, more in zip(first, rest):
+            runs_s = one.runs_s + more.runs_s
+            sample = replace(more.sample, time_budget_s=time_budget(max(runs_s))) if more.passed else more.sample
+            found[one.sample.sample_id] = replace(more, sample=sample, runs_s=runs_s, costs=one.costs + more.costs)
+    return [found[s.sample_id] for s in samples]
 
 
-def _split(samples: Sequence[Sample], failing: set[str], config: JudgeConfig, rounds: int) -> list[GroundTruth]:
+def _split(samples: Sequence[Sample], failing: set[str], config: JudgeConfig, rounds: int,
+           allowed: tuple[str, ...] | None) -> list[GroundTruth]:
     """Samples that judge none of the failing tests again together, the others one by one."""
     clean = [s for s in samples if not failing & set(s.judged_tests)]
     if not failing or len(clean) in (0, len(samples)):
-        return _in_order(samples, [[s] for s in samples], config, rounds)
-    return _in_order(samples, [clean, *([s] for s in samples if failing & set(s.judged_tests))], config, rounds)
+        return _in_order(samples, [[s] for s in samples], config, rounds, allowed)
+    return _in_order(samples, [clean, *([s] for s in samples if failing & set(s.judged_tests))], config, rounds,
+                     allowed)
 
 
-def check_ground_truth(samples: Sequence[Sample], config: JudgeConfig, rounds: int = 3) -> list[GroundTruth]:
-    """The ground truth of `samples`, `rounds` times, sharing the runs; one result per sample, in order."""
+def check_ground_truth(samples: Sequence[Sample], config: JudgeConfig, rounds: int = 3,
+                       allowed: tuple[str, ...] | None = None) -> list[GroundTruth]:
+    """The ground truth of `samples`, `rounds` times, sharing the runs; one result per sample, in order.
+    `allowed`: what the guard already recorded for (each of) their files: no recording round, every round
+    is judged with just that allowed."""
     if not samples:
         return []
     config = replace(config, fail_fast=False, known_verdicts=False)  # every union test must report
     files = tuple(dict.fromkeys(s.file_name for s in samples))
     union = tuple(dict.fromkeys(t for s in samples for t in s.judged_tests))
-    carrier = replace(samples[0], judged_tests=union, guard_allowed=(), time_budget_s=0.0)
+    carrier = replace(samples[0], judged_tests=union, guard_allowed=allowed or (), time_budget_s=0.0)
     also = files[1:]
     runs: list[PytestRun] = []
     for number in range(rounds):
-        record = number == 0 and config.guard != "off"
+        record = number == 0 and config.guard != "off" and allowed is None
         verdict, run = _judge(carrier, replace(config, guard="record") if record else config, also)
         if verdict.reason == "error":
             return [GroundTruth(s, False, "harness_error", detail=verdict.detail) for s in samples]
         if not verdict.passed or run is None:
             if len(samples) > 1:
-                return _split(samples, set(verdict.failing_tests), config, rounds)
+                return _split(samples, set(verdict.failing_tests), config, rounds, allowed)
             why = f"{verdict.reason}: {verdict.detail or ', '.join(verdict.failing_tests[:3])}"
             return [GroundTruth(samples[0], False, "gt_failed", tuple(r.process.duration_s for r in runs), why)]
         if record and verdict.guard_events and also:  # something was seen: whose? each file on its own
@@ -96,8 +119,9 @@ def check_ground_truth(samples: Sequence[Sample], config: JudgeConfig, rounds: i
             carrier = replace(carrier, guard_allowed=verdict.guard_events)
         runs.append(run)
     out, shared = [], tuple(round(r.process.duration_s, 3) for r in runs)
+    key = samples[0].sample_id + ("" if allowed is None else "+")  # a group of later rounds has its own key
     for s in samples:
         times = tuple(round(estimate_s(run, s.judged_tests), 3) for run in runs)
         kept = replace(s, guard_allowed=carrier.guard_allowed, time_budget_s=time_budget(max(times)))
-        out.append(GroundTruth(kept, True, "passed", times, shared_runs_s=shared, group=samples[0].sample_id))
+        out.append(GroundTruth(kept, True, "passed", times, costs=((key, shared),)))
     return out

@@ -45,7 +45,7 @@ from .selection import CoverageMap, ImportGraph, select_tests
 
 DROP_REASONS = ("gt_failed", "null_passed", "no_null_fill", "no_tests", "harness_error")
 VERIFY_BATCH = 2  # samples per executor batch (each is 3 ground-truth runs and a null fill)
-GUARD_RECORDING = 1  # what verification records for the in-process guard (Sample.guard_allowed); part of build keys
+GUARD_RECORDING = 2  # 2: lazy machinery bound before the integrity reference; what verification records for the in-process guard (Sample.guard_allowed); part of build keys
 VERIFY_SCHEME = 4  # 3: null fill first (fail fast, budgets, pytest order), shared ground truth; 4: exact
 # exclusions with a selection, no example files collected as modules, duplicate node ids; part of build keys
 
@@ -58,7 +58,7 @@ class Outcome:
     gt_runs_s: tuple[float, ...] = ()
     detail: str = ""
     null_s: float = 0.0  # the null fill's run (wall seconds)
-    gt_cost: tuple[str, tuple[float, ...]] = ("", ())  # (group, wall seconds of the ground-truth runs it shared)
+    gt_cost: tuple[tuple[str, tuple[float, ...]], ...] = ()  # (group, wall seconds of the ground-truth runs it shared)
 
 
 def precheck(sample: Sample) -> Outcome | None:
@@ -105,7 +105,7 @@ def _ground_truth_safely(group: list[Sample], config: JudgeConfig, gt_runs: int)
 
 def _outcome(g: GroundTruth, null_s: float) -> Outcome:
     return Outcome(g.sample, g.passed, "kept" if g.passed else g.reason, g.runs_s, g.detail, null_s,
-                   (g.group, g.shared_runs_s))
+                   g.costs)
 
 
 def with_selection(samples: list[Sample], cov: CoverageMap, graph: ImportGraph, judgeable: tuple[str, ...],
@@ -200,7 +200,7 @@ def _with_context(outcome: Outcome, original: Sample) -> Outcome:
 def verify_report(outcomes: list[Outcome], kept: list[Sample], suite_tests: int, suite_s: float) -> dict:
     """The verification part of a repository's build report."""
     reasons = Counter(o.reason for o in outcomes)
-    shared = {o.gt_cost[0]: o.gt_cost[1] for o in outcomes if o.gt_cost[0]}
+    shared = {group: runs for o in outcomes for group, runs in o.gt_cost}
     kept_ids = {s.sample_id for s in kept}
     run_times = [statistics.median(o.gt_runs_s) for o in outcomes if o.sample.sample_id in kept_ids and o.gt_runs_s]
     median_run = statistics.median(run_times) if run_times else None

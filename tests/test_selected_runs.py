@@ -1,7 +1,8 @@
 """A judged run of a selection sees the same tests as the whole suite did: an excluded `test_x` does not
 take a judged `test_x_y` with it (pytest's --deselect matches prefixes), a `.py` data file that the
 repository's conftest collects is not imported as a test module because the selection names its file,
-and a collector that makes two items of one id is not taken for a damaged evidence stream."""
+and a collector that makes two items of one id is not taken for a damaged evidence stream.  And the
+ground truth of several files shares its runs even when the guard sees one of them do something."""
 from __future__ import annotations
 
 from dataclasses import replace
@@ -9,6 +10,7 @@ from dataclasses import replace
 import pytest
 
 from conftest import make_sample, prepared_repo
+from execrepobench.builder.ground_truth import check_ground_truth
 from execrepobench.builder.verify import verify_one
 from execrepobench_metric.judge import JudgeConfig, judge
 
@@ -58,11 +60,18 @@ def selrepo(tmp_path_factory):
                                          'requires = ["setuptools"]\nbuild-backend = "setuptools.build_meta"\n')
     (repo / "selrepo" / "__init__.py").write_text("")
     (repo / "selrepo" / "core.py").write_text("def double(x):\n    return x * 2\n")
+    (repo / "selrepo" / "frames.py").write_text("import sys\n\n\ndef caller():\n"
+                                                "    return sys._getframe(1).f_code.co_name\n")
+    (repo / "selrepo" / "other.py").write_text("def triple(x):\n    return x * 3\n")
+    (repo / "tests" / "test_more.py").write_text(
+        "from selrepo.frames import caller\nfrom selrepo.other import triple\n\n\n"
+        "def test_caller():\n    assert caller() == 'test_caller'\n\n\ndef test_triple():\n    assert triple(2) == 6\n")
     (repo / "tests" / "conftest.py").write_text(CONFTEST)
     # an example file: data for the conftest's collector; imported as a module it raises
     (repo / "tests" / "examples" / "sample.py").write_text("value = 3  # an example, not a test module\n"
                                                            "raise RuntimeError('not a test module')\n")
     (repo / "tests" / "twice.cases").write_text("two cases\n")
+    (repo / "tests" / "test_doc.txt").write_text(">>> from selrepo.core import double\n>>> double(21)\n42\n")
     (repo / "tests" / "test_core.py").write_text(
         "from selrepo.core import double\n\n\ndef test_x():\n    assert False, 'fails at baseline: excluded'\n\n\n"
         "def test_x_y():\n    assert double(3) == 6\n")
@@ -89,3 +98,33 @@ def test_a_selection_judges_what_the_whole_suite_ran(selrepo, monkeypatch):
         assert judge(one, one.middle_code, replace(conf, known_verdicts=False)).passed, only
     out = verify_one(sample, conf)  # the builder's verification (guard recording, then enforcing) keeps it
     assert out.kept and out.reason == "kept", out
+
+
+@pytest.mark.sandbox
+@pytest.mark.slow
+def test_ground_truth_rounds_after_the_guard_saw_something_are_shared_again(selrepo, monkeypatch):
+    monkeypatch.setenv("EXECREPOBENCH_CACHE", selrepo["cache"])
+    frames = make_sample(selrepo, "selrepo/frames.py", "return sys._getframe(1).f_code.co_name",
+                         judged=("tests/test_more.py::test_caller",))
+    core = make_sample(selrepo, "selrepo/core.py", "return x * 2", judged=("tests/test_core.py::test_x_y",))
+    other = make_sample(selrepo, "selrepo/other.py", "return x * 3", judged=("tests/test_more.py::test_triple",))
+    out = check_ground_truth([frames, core, other], JudgeConfig(timeout_s=120), rounds=2)
+    assert [g.reason for g in out] == ["passed"] * 3, out
+    assert [g.sample.guard_allowed for g in out] == [("sys._getframe",), (), ()]  # each file's own
+    assert all(len(g.runs_s) == 2 and g.sample.time_budget_s >= 8.0 for g in out)
+    recorded, enforced = zip(*(g.costs for g in out))  # a recording run per file, then the second round:
+    assert len(set(recorded)) == 3 and enforced[1] == enforced[2] != enforced[0]  # shared by core and other
+    assert all(len(runs) == 1 for _, runs in (*recorded, *enforced))
+
+
+@pytest.mark.sandbox
+@pytest.mark.slow
+def test_what_pytest_binds_on_first_use_is_not_recorded_as_the_masked_files(selrepo, monkeypatch):
+    monkeypatch.setenv("EXECREPOBENCH_CACHE", selrepo["cache"])
+    doc = make_sample(selrepo, "selrepo/core.py", "return x * 2", judged=("tests/test_doc.txt::test_doc.txt",))
+    out = verify_one(doc, JudgeConfig(timeout_s=120))
+    # pytest's doctest runner class is made on first use: bound before the guard's reference, it is not a
+    # change (it was recorded, and so allowed to completions, as `integrity:module:_pytest.doctest:...`)
+    assert out.kept and out.sample.guard_allowed == (), out
+    assert judge(out.sample, "return x + x", JudgeConfig(timeout_s=120)).passed
+    assert not judge(out.sample, "return x * 3", JudgeConfig(timeout_s=120)).passed

@@ -67,7 +67,7 @@ def test_ground_truth_runs_are_shared_and_a_failing_union_split(built_minirepo):
     bad = make_sample(built_minirepo, "minirepo/mathx.py", "return high", judged=("tests/test_mathx.py::test_nope",))
     out = check_ground_truth([a, b, c], conf, rounds=2)
     assert [g.passed for g in out] == [True, True, True] and all(len(g.runs_s) == 2 for g in out)
-    assert len({g.group for g in out}) == 1 and len(out[0].shared_runs_s) == 2  # 2 runs for 3 samples, 2 files
+    assert len({g.costs for g in out}) == 1 and len(out[0].costs[0][1]) == 2  # 2 runs for 3 samples, 2 files
     assert all(g.sample.time_budget_s >= 8.0 and g.sample.guard_allowed == () for g in out)
     out = check_ground_truth([a, bad, c], conf, rounds=2)
     assert [g.reason for g in out] == ["passed", "gt_failed", "passed"], out
