@@ -143,6 +143,19 @@ def make_sample(built, file_name, middle, judged=(), fill_type="grammar-based: s
                   builder_version="test", test_command=tuple(built["test_command"]), judged_tests=tuple(judged))
 
 
+def prepared_local_repo(base: Path, repo: Path) -> dict:
+    """`prepared_repo` of a repository a test wrote at `repo`, in its own cache `base/cache` (tests that
+    use it set EXECREPOBENCH_CACHE to `built["cache"]` again)."""
+    patch = pytest.MonkeyPatch()
+    patch.setenv("EXECREPOBENCH_CACHE", str(base / "cache"))
+    try:
+        built = prepared_repo(f'[[repo]]\nsource = "path:{repo}"\nname = "{repo.name}"\n', base)
+    finally:
+        patch.undo()
+    built["cache"] = str(base / "cache")
+    return built
+
+
 def prepared_repo(manifest_text: str, base: Path) -> dict:
     """A repository prepared by the real builder (pinned source, locked uv environment, sandboxed
     baseline) without masking or verification: what `make_sample` needs to make samples by hand."""

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import guard_attacks as corpus
-from conftest import make_sample, prepared_repo
+from conftest import make_sample, prepared_local_repo
 from execrepobench.builder.verify import verify_one
 from execrepobench_metric.guard import GuardSetup, read_evidence, verify_lines
 from execrepobench_metric.isolation import Isolation
@@ -160,8 +160,6 @@ def test_standard_library_that_reads_frames_itself_is_not_the_completions(clamp)
 def guardrepo(tmp_path_factory):
     """A repository whose code itself uses frames, prepared by the real builder."""
     base = tmp_path_factory.mktemp("guardrepo")
-    patch = pytest.MonkeyPatch()
-    patch.setenv("EXECREPOBENCH_CACHE", str(base / "cache"))  # its own cache (tests using it set it again)
     repo = base / "guardrepo"
     (repo / "guardrepo").mkdir(parents=True)
     (repo / "tests").mkdir()
@@ -178,10 +176,7 @@ def guardrepo(tmp_path_factory):
         "    assert caller_name() == 'test_caller_name'\n\n\ndef test_double():\n    assert double(4) == 8\n\n\n"
         "class TestDoubles(unittest.TestCase):\n    def test_many(self):\n        for x in (1, 2, 3):\n"
         "            with self.subTest(x=x):\n                self.assertEqual(double(x), 2 * x)\n")
-    built = prepared_repo(f'[[repo]]\nsource = "path:{repo}"\nname = "guardrepo"\n', base)
-    built["cache"] = str(base / "cache")
-    patch.undo()
-    return built
+    return prepared_local_repo(base, repo)
 
 
 @needs_bwrap

@@ -9,7 +9,7 @@ from dataclasses import replace
 
 import pytest
 
-from conftest import make_sample, prepared_repo
+from conftest import make_sample, prepared_local_repo
 from execrepobench.builder.ground_truth import check_ground_truth
 from execrepobench.builder.verify import verify_one
 from execrepobench_metric.judge import JudgeConfig, judge
@@ -51,8 +51,6 @@ def pytest_collect_file(file_path, parent):
 @pytest.fixture(scope="module")
 def selrepo(tmp_path_factory):
     base = tmp_path_factory.mktemp("selrepo")
-    patch = pytest.MonkeyPatch()
-    patch.setenv("EXECREPOBENCH_CACHE", str(base / "cache"))
     repo = base / "selrepo"
     (repo / "selrepo").mkdir(parents=True)
     (repo / "tests" / "examples").mkdir(parents=True)
@@ -75,10 +73,7 @@ def selrepo(tmp_path_factory):
     (repo / "tests" / "test_core.py").write_text(
         "from selrepo.core import double\n\n\ndef test_x():\n    assert False, 'fails at baseline: excluded'\n\n\n"
         "def test_x_y():\n    assert double(3) == 6\n")
-    built = prepared_repo(f'[[repo]]\nsource = "path:{repo}"\nname = "selrepo"\n', base)
-    built["cache"] = str(base / "cache")
-    patch.undo()
-    return built
+    return prepared_local_repo(base, repo)
 
 
 @pytest.mark.sandbox
