@@ -1,5 +1,6 @@
-"""Keep only samples that discriminate: the ground truth passes its judged tests 3 times out of 3,
-and a neutral ("null") fill fails at least one of them.  Uses the metric's own judge, so "a sample
+"""Keep only samples that discriminate: the ground truth passes its judged tests in every ground-truth
+run (`gt_runs`: the build's default is 2, after 3 whole-suite baseline runs), and a neutral ("null") fill
+fails at least one of them.  Uses the metric's own judge, so "a sample
 is valid" means exactly "the metric passes its ground truth and fails a null fill".
 
 In the order that costs least (the verdicts are the same as checking each sample on its own):
