@@ -100,11 +100,11 @@ class _State:
             (self.reserve if s.selection_rule in RESERVE_RULES else self.queues)[level_of(s)].append(s)
         return fresh
 
-    def use_reserve(self) -> bool:
-        """Queue the reserved candidates of the levels still short; whether there were any."""
+    def use_reserve(self, every_level: bool = False) -> bool:
+        """Queue the reserved candidates of the levels still short (or of every level); whether there were any."""
         moved = False
         for lvl in LEVELS:
-            if self.need(lvl) and self.reserve[lvl]:
+            if (every_level or self.need(lvl)) and self.reserve[lvl]:
                 self.queues[lvl].extend(self.reserve[lvl])
                 self.reserve[lvl].clear()
                 moved = True
@@ -171,10 +171,7 @@ def verify_to_quotas(candidates: Sequence[Sample], quotas: Mapping[str, int],
     while missing > 0:  # 2: slots of short levels go to the others, from surplus first, then verified anew
         counts = {lvl: len(chosen[lvl]) for lvl in LEVELS}
         lvl = next((lv for lv in _fill_order(counts, total) if surplus[lv] or state.queues[lv]), None)
-        if lvl is None and any(state.reserve.values()):  # the reserve last
-            for lv in LEVELS:
-                state.queues[lv].extend(state.reserve[lv])
-                state.reserve[lv].clear()
+        if lvl is None and state.use_reserve(every_level=True):  # the reserve last
             continue
         if lvl is None:
             break

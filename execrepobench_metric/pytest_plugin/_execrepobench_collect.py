@@ -11,9 +11,10 @@ the fact to the judge as it happens.  Without the guard nobody listens and the c
 """
 import json
 import os
+from functools import lru_cache
+from sys import audit as _audit
 
 import pytest
-from sys import audit as _audit
 
 _OUTCOMES = {}
 
@@ -53,9 +54,13 @@ def _named_only_by_selection(path, parent):
             return False
     except ImportError:  # an old pytest: keep pytest's own behaviour
         return False
-    named = json.loads(os.environ.get("EXECREPOBENCH_TEST_PATHS") or "[]")
     root = parent.config.rootpath
-    return not any(path == (root / p).resolve() or path == root / p for p in named)
+    return not any(path == (root / p).resolve() or path == root / p for p in _suite_paths())
+
+
+@lru_cache(maxsize=1)
+def _suite_paths():  # the whole suite's own test paths, read once per run
+    return tuple(json.loads(os.environ.get("EXECREPOBENCH_TEST_PATHS") or "[]"))
 
 
 def pytest_collection_modifyitems(session, config, items):
