@@ -61,9 +61,10 @@ class BuildConfig:
     progress: bool = True
     allow_weak_sandbox: bool = False  # without bubblewrap: run in the weak mode instead of refusing
     oversample: int = 3  # candidates masked per wanted sample, so verification can drop some
-    # ground-truth runs under the judge: the first records what the guard sees, the others enforce it;
-    # each judged test already passed 3 whole-suite baseline runs of the same tree
-    gt_runs: int = 2
+    # ground-truth runs under the judge: the first records what the guard sees, the others enforce it (one
+    # more is added when the guard recorded something); each judged test already passed 3 whole-suite
+    # baseline runs of the same tree
+    gt_runs: int = 1
     workers: int = field(default_factory=lambda: os.cpu_count() or 1)  # runs at a time within a repository
     repo_workers: int = field(default_factory=lambda: os.cpu_count() or 1)  # repositories built at a time
     judge_timeout_s: float = 300.0

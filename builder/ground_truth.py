@@ -4,10 +4,12 @@ Every ground-truth run of a candidate is the original tree running some of its t
 share their runs: each round runs the union of their judged tests once, on the original tree, with the
 metric's own judge.  Round 1 records what the guard sees their masked files do (all of them watched
 at once); when it sees nothing - the usual case - every candidate's `guard_allowed` is empty, exactly
-what a run of its own would have recorded, and the later rounds are judged with nothing allowed.  When
-it sees something, the candidates are checked again per masked file, so each one's allowances are its
-own file's: each file's recording round runs on its own, and the later rounds run together again for
-the files that recorded the same allowances (most record nothing).  A candidate passes a round when the
+what a run of its own would have recorded, and the later rounds (if `rounds` > 1) are judged with
+nothing allowed: with nothing recorded, an enforcing run refuses nothing a recording run let through.
+When it sees something, the candidates are checked again per masked file, so each one's allowances are
+its own file's: each file's recording round runs on its own, and the later rounds - at least one, which
+enforces: what was allowed must be shown to suffice - run together again for the files that recorded
+the same allowances (most record nothing).  A candidate passes a round when the
 union passed; its run time is derived from the round
 (the run's fixed part - sandbox, interpreter, pytest, collection - plus its own tests' junit times),
 and its time budget from the slowest round.  When a union fails, its candidates are checked apart (a
@@ -52,8 +54,9 @@ def _judge(sample: Sample, config: JudgeConfig, also: tuple[str, ...]) -> tuple[
 
 
 def _in_order(samples: Sequence[Sample], parts: list[list[Sample]], config: JudgeConfig,
-              rounds: int, allowed: tuple[str, ...] | None) -> list[GroundTruth]:
-    found = {g.sample.sample_id: g for part in parts for g in check_ground_truth(part, config, rounds, allowed)}
+              rounds: int, allowed: tuple[str, ...] | None, enforce_recorded: bool = True) -> list[GroundTruth]:
+    found = {g.sample.sample_id: g for part in parts
+             for g in check_ground_truth(part, config, rounds, allowed, enforce_recorded=enforce_recorded)}
     return [found[s.sample_id] for s in samples]
 
 
@@ -63,16 +66,14 @@ def _per_file(samples: Sequence[Sample], config: JudgeConfig, rounds: int) -> li
     groups: dict[str, list[Sample]] = {}
     for s in samples:
         groups.setdefault(s.file_name, []).append(s)
-    recorded = _in_order(samples, list(groups.values()), config, 1, None)
-    if rounds <= 1:
-        return recorded
-    found = {g.sample.sample_id: g for g in recorded if not g.passed}
+    recorded = _in_order(samples, list(groups.values()), config, 1, None, enforce_recorded=False)
+    found = {g.sample.sample_id: g for g in recorded if not g.passed or not _later_rounds(rounds, g.sample)}
     by_allowed: dict[tuple[str, ...], list[GroundTruth]] = {}
     for g in recorded:
-        if g.passed:
+        if g.sample.sample_id not in found:
             by_allowed.setdefault(g.sample.guard_allowed, []).append(g)
     for allowed, first in by_allowed.items():
-        rest = check_ground_truth([g.sample for g in first], config, rounds - 1, allowed)
+        rest = check_ground_truth([g.sample for g in first], config, _later_rounds(rounds, first[0].sample), allowed)
         for one, more in zip(first, rest):
             runs_s = one.runs_s + more.runs_s
             sample = replace(more.sample, time_budget_s=time_budget(max(runs_s))) if more.passed else more.sample
@@ -80,21 +81,28 @@ def _per_file(samples: Sequence[Sample], config: JudgeConfig, rounds: int) -> li
     return [found[s.sample_id] for s in samples]
 
 
+def _later_rounds(rounds: int, recorded: Sample) -> int:
+    """Rounds after the recording one: `rounds - 1`, and at least one (enforcing) when the guard recorded
+    something: what the ground truth was allowed must also be shown to pass with the guard refusing the rest."""
+    return max(rounds, 2 if recorded.guard_allowed else 1) - 1
+
+
 def _split(samples: Sequence[Sample], failing: set[str], config: JudgeConfig, rounds: int,
-           allowed: tuple[str, ...] | None) -> list[GroundTruth]:
+           allowed: tuple[str, ...] | None, enforce_recorded: bool) -> list[GroundTruth]:
     """Samples that judge none of the failing tests again together, the others one by one."""
     clean = [s for s in samples if not failing & set(s.judged_tests)]
     if not failing or len(clean) in (0, len(samples)):
-        return _in_order(samples, [[s] for s in samples], config, rounds, allowed)
+        return _in_order(samples, [[s] for s in samples], config, rounds, allowed, enforce_recorded)
     return _in_order(samples, [clean, *([s] for s in samples if failing & set(s.judged_tests))], config, rounds,
-                     allowed)
+                     allowed, enforce_recorded)
 
 
 def check_ground_truth(samples: Sequence[Sample], config: JudgeConfig, rounds: int = 3,
-                       allowed: tuple[str, ...] | None = None) -> list[GroundTruth]:
-    """The ground truth of `samples`, `rounds` times, sharing the runs; one result per sample, in order.
-    `allowed`: what the guard already recorded for (each of) their files: no recording round, every round
-    is judged with just that allowed."""
+                       allowed: tuple[str, ...] | None = None, *, enforce_recorded: bool = True) -> list[GroundTruth]:
+    """The ground truth of `samples`, `rounds` times (twice at least when the recording round saw
+    something, unless not `enforce_recorded`), sharing the runs; one result per sample, in order.
+    `allowed`: what the guard already recorded for (each of) their files: no recording round, every
+    round is judged with just that allowed."""
     if not samples:
         return []
     config = replace(config, fail_fast=False, known_verdicts=False)  # every union test must report
@@ -103,20 +111,21 @@ def check_ground_truth(samples: Sequence[Sample], config: JudgeConfig, rounds: i
     carrier = replace(samples[0], judged_tests=union, guard_allowed=allowed or (), time_budget_s=0.0)
     also = files[1:]
     runs: list[PytestRun] = []
-    for number in range(rounds):
-        record = number == 0 and config.guard != "off" and allowed is None
+    while len(runs) < rounds:
+        record = not runs and config.guard != "off" and allowed is None
         verdict, run = _judge(carrier, replace(config, guard="record") if record else config, also)
         if verdict.reason == "error":
             return [GroundTruth(s, False, "harness_error", detail=verdict.detail) for s in samples]
         if not verdict.passed or run is None:
             if len(samples) > 1:
-                return _split(samples, set(verdict.failing_tests), config, rounds, allowed)
+                return _split(samples, set(verdict.failing_tests), config, rounds, allowed, enforce_recorded)
             why = f"{verdict.reason}: {verdict.detail or ', '.join(verdict.failing_tests[:3])}"
             return [GroundTruth(samples[0], False, "gt_failed", tuple(r.process.duration_s for r in runs), why)]
         if record and verdict.guard_events and also:  # something was seen: whose? each file on its own
             return _per_file(samples, config, rounds)
         if record:
             carrier = replace(carrier, guard_allowed=verdict.guard_events)
+            rounds = 1 + _later_rounds(rounds, carrier) if enforce_recorded else rounds
         runs.append(run)
     out, shared = [], tuple(round(r.process.duration_s, 3) for r in runs)
     key = samples[0].sample_id + ("" if allowed is None else "+")  # a group of later rounds has its own key

@@ -1,6 +1,6 @@
 """Keep only samples that discriminate: the ground truth passes its judged tests in every ground-truth
-run (`gt_runs`: the build's default is 2, after 3 whole-suite baseline runs), and a neutral ("null") fill
-fails at least one of them.  Uses the metric's own judge, so "a sample
+run (`gt_runs`: the build's default is 1 - plus an enforcing run when the guard recorded something -
+after 3 whole-suite baseline runs), and a neutral ("null") fill fails at least one of them.  Uses the metric's own judge, so "a sample
 is valid" means exactly "the metric passes its ground truth and fails a null fill".
 
 In the order that costs least (the verdicts are the same as checking each sample on its own):
@@ -47,8 +47,9 @@ from .selection import CoverageMap, ImportGraph, select_tests
 DROP_REASONS = ("gt_failed", "null_passed", "no_null_fill", "no_tests", "harness_error")
 VERIFY_BATCH = 2  # samples per executor batch (each is 3 ground-truth runs and a null fill)
 GUARD_RECORDING = 2  # 2: lazy machinery bound before the integrity reference; what verification records for the in-process guard (Sample.guard_allowed); part of build keys
-VERIFY_SCHEME = 4  # 3: null fill first (fail fast, budgets, pytest order), shared ground truth; 4: exact
-# exclusions with a selection, no example files collected as modules, duplicate node ids; part of build keys
+VERIFY_SCHEME = 5  # 3: null fill first (fail fast, budgets, pytest order), shared ground truth; 4: exact
+# exclusions with a selection, no example files collected as modules, duplicate node ids; 5: an enforcing
+# ground-truth round whenever the recording round saw something (whatever gt_runs); part of build keys
 
 
 @dataclass(frozen=True)

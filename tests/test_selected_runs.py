@@ -114,6 +114,23 @@ def test_ground_truth_rounds_after_the_guard_saw_something_are_shared_again(selr
 
 @pytest.mark.sandbox
 @pytest.mark.slow
+def test_one_ground_truth_round_unless_the_guard_saw_something(selrepo, monkeypatch):
+    monkeypatch.setenv("EXECREPOBENCH_CACHE", selrepo["cache"])
+    frames = make_sample(selrepo, "selrepo/frames.py", "return sys._getframe(1).f_code.co_name",
+                         judged=("tests/test_more.py::test_caller",))
+    core = make_sample(selrepo, "selrepo/core.py", "return x * 2", judged=("tests/test_core.py::test_x_y",))
+    other = make_sample(selrepo, "selrepo/other.py", "return x * 3", judged=("tests/test_more.py::test_triple",))
+    quiet = check_ground_truth([core, other], JudgeConfig(timeout_s=120), rounds=1)
+    assert [len(g.runs_s) for g in quiet] == [1, 1] and quiet[0].costs == quiet[1].costs  # one shared run
+    out = check_ground_truth([frames, core, other], JudgeConfig(timeout_s=120), rounds=1)
+    assert [g.reason for g in out] == ["passed"] * 3, out
+    assert [g.sample.guard_allowed for g in out] == [("sys._getframe",), (), ()]
+    # what the guard allowed frames.py is enforced in a second run; the others' own recording runs suffice
+    assert [len(g.runs_s) for g in out] == [2, 1, 1] and [len(g.costs) for g in out] == [2, 1, 1]
+
+
+@pytest.mark.sandbox
+@pytest.mark.slow
 def test_what_pytest_binds_on_first_use_is_not_recorded_as_the_masked_files(selrepo, monkeypatch):
     monkeypatch.setenv("EXECREPOBENCH_CACHE", selrepo["cache"])
     doc = make_sample(selrepo, "selrepo/core.py", "return x * 2", judged=("tests/test_doc.txt::test_doc.txt",))
