@@ -6,11 +6,13 @@ metric's own judge.  Round 1 records what the guard sees their masked files do (
 at once); when it sees nothing - the usual case - every candidate's `guard_allowed` is empty, exactly
 what a run of its own would have recorded, and the later rounds (if `rounds` > 1) are judged with
 nothing allowed: with nothing recorded, an enforcing run refuses nothing a recording run let through.
-When it sees something, the candidates are checked again per masked file, so each one's allowances are
-its own file's: each file's recording round runs on its own, and the later rounds - at least one, which
-enforces: what was allowed must be shown to suffice - run together again for the files that recorded
-the same allowances (most record nothing).  A candidate passes a round when the
-union passed; its run time is derived from the round
+When it sees something, each candidate's allowances must be its own file's: the guard names the
+masked files each event came from, so they are taken from that run (`allowances.py`) when every event
+can be placed; otherwise each file's recording round runs on its own.  Either way the later rounds -
+at least one, which enforces: what was allowed must be shown to suffice - run together again for the
+candidates that got the same allowances (most get none), and a candidate that an enforcing round
+refuses after allowances taken from the shared run is recorded again on its own file.  A candidate
+passes a round when the union passed; its run time is derived from the round
 (the run's fixed part - sandbox, interpreter, pytest, collection - plus its own tests' junit times),
 and its time budget from the slowest round.  When a union fails, its candidates are checked apart (a
 test that only fails next to another one's must not drop a candidate that passes alone).
@@ -25,6 +27,8 @@ from execrepobench_dataset.record import Sample
 from execrepobench_metric.budget import time_budget
 from execrepobench_metric.judge import JudgeConfig, Verdict, judge_run
 from execrepobench_metric.pytest_run import PytestRun
+
+from .allowances import attribute
 
 
 @dataclass(frozen=True)
@@ -61,12 +65,39 @@ def _in_order(samples: Sequence[Sample], parts: list[list[Sample]], config: Judg
 
 
 def _per_file(samples: Sequence[Sample], config: JudgeConfig, rounds: int) -> list[GroundTruth]:
-    """The guard saw the union do something: each file's recording round on its own (whose was it?), then
-    the other rounds together again for the files that recorded the same allowances."""
+    """The guard saw the union do something it cannot place: each file's recording round on its own
+    (whose was it?), then the other rounds together again for the files that recorded the same allowances."""
     groups: dict[str, list[Sample]] = {}
     for s in samples:
         groups.setdefault(s.file_name, []).append(s)
-    recorded = _in_order(samples, list(groups.values()), config, 1, None, enforce_recorded=False)
+    return _later(_in_order(samples, list(groups.values()), config, 1, None, enforce_recorded=False), config, rounds)
+
+
+def _placed(samples: Sequence[Sample], allowed: dict[str, tuple[str, ...]], run: PytestRun, config: JudgeConfig,
+            rounds: int) -> list[GroundTruth]:
+    """The union's recording run placed every event: each candidate's allowances from it, then the later
+    rounds; a candidate an enforcing round refused (its allowances too small) is recorded on its own file."""
+    cost = _union_cost(samples, run)
+    recorded = []
+    for s in samples:
+        took = round(estimate_s(run, s.judged_tests), 3)
+        kept = replace(s, guard_allowed=allowed[s.sample_id], time_budget_s=time_budget(took))
+        recorded.append(GroundTruth(kept, True, "passed", (took,), costs=cost))
+    out = _later(recorded, config, rounds)
+    refused = [s for s, g in zip(samples, out) if not g.passed and g.detail.startswith("tampering")]
+    if not refused:
+        return out
+    again = {g.sample.sample_id: replace(g, costs=cost + g.costs) for g in _per_file(refused, config, rounds)}
+    return [again.get(g.sample.sample_id, g) for g in out]
+
+
+def _union_cost(samples: Sequence[Sample], run: PytestRun) -> tuple[tuple[str, tuple[float, ...]], ...]:
+    """The shared recording run, as a cost entry of its own (its key never one of a group's later rounds)."""
+    return ((samples[0].sample_id + "*", (round(run.process.duration_s, 3),)),)
+
+
+def _later(recorded: list[GroundTruth], config: JudgeConfig, rounds: int) -> list[GroundTruth]:
+    """The rounds after the recording one, shared by the candidates that recorded the same allowances."""
     found = {g.sample.sample_id: g for g in recorded if not g.passed or not _later_rounds(rounds, g.sample)}
     by_allowed: dict[tuple[str, ...], list[GroundTruth]] = {}
     for g in recorded:
@@ -78,7 +109,7 @@ def _per_file(samples: Sequence[Sample], config: JudgeConfig, rounds: int) -> li
             runs_s = one.runs_s + more.runs_s
             sample = replace(more.sample, time_budget_s=time_budget(max(runs_s))) if more.passed else more.sample
             found[one.sample.sample_id] = replace(more, sample=sample, runs_s=runs_s, costs=one.costs + more.costs)
-    return [found[s.sample_id] for s in samples]
+    return [found[g.sample.sample_id] for g in recorded]
 
 
 def _later_rounds(rounds: int, recorded: Sample) -> int:
@@ -121,8 +152,12 @@ def check_ground_truth(samples: Sequence[Sample], config: JudgeConfig, rounds: i
                 return _split(samples, set(verdict.failing_tests), config, rounds, allowed, enforce_recorded)
             why = f"{verdict.reason}: {verdict.detail or ', '.join(verdict.failing_tests[:3])}"
             return [GroundTruth(samples[0], False, "gt_failed", tuple(r.process.duration_s for r in runs), why)]
-        if record and verdict.guard_events and also:  # something was seen: whose? each file on its own
-            return _per_file(samples, config, rounds)
+        if record and verdict.guard_events and also:  # something was seen: whose?
+            allowed_by_sample = attribute(samples, run.guard.sources) if run.guard is not None else None
+            if allowed_by_sample is None:  # an event the run cannot place: each file records on its own
+                cost = _union_cost(samples, run)
+                return [replace(g, costs=cost + g.costs) for g in _per_file(samples, config, rounds)]
+            return _placed(samples, allowed_by_sample, run, config, rounds)
         if record:
             carrier = replace(carrier, guard_allowed=verdict.guard_events)
             rounds = 1 + _later_rounds(rounds, carrier) if enforce_recorded else rounds

@@ -54,6 +54,8 @@ class GuardEvidence:
     collect_errors: tuple[str, ...] = ()
     tampering: tuple[str, ...] = ()  # enforce mode: refused events
     events: tuple[str, ...] = ()  # record mode: attributed events (what the ground truth may do)
+    # record mode with several masked files: (event, the masked file whose frame was on the stack, "" if none)
+    sources: tuple[tuple[str, str], ...] = ()
     guard_errors: tuple[str, ...] = ()
     finished: bool = False  # pytest reached the end of its session
     exit_code: int | None = None  # what pytest returned; None: the process never got there
@@ -100,7 +102,7 @@ def read_evidence(data: bytes, key: bytes) -> GuardEvidence:
         return GuardEvidence(problem=NEVER_STARTED)
     if lines[0][0] != "hello":
         return GuardEvidence(problem="the stream does not begin with the guard's first line")
-    collected, outcomes, errors, tamper, events, guard_errors = (), {}, [], [], [], []
+    collected, outcomes, errors, tamper, events, guard_errors, sources = (), {}, [], [], [], [], []
     finished, exit_code, phases, copies = False, None, {}, Counter()
     for kind, *rest in lines[1:]:
         if exit_code is not None:
@@ -122,6 +124,7 @@ def read_evidence(data: bytes, key: bytes) -> GuardEvidence:
             tamper.append(": ".join(x for x in rest if x))
         elif kind == "event":
             events.append(rest[0])
+            sources.append((rest[0], rest[2] if len(rest) > 2 else ""))
         elif kind == "guard-error":
             guard_errors.append(":".join(rest))
         elif kind == "finish":
@@ -129,7 +132,7 @@ def read_evidence(data: bytes, key: bytes) -> GuardEvidence:
         elif kind == "exit":
             exit_code = int(rest[0])
     return GuardEvidence("", collected, outcomes, tuple(errors), tuple(tamper), tuple(sorted(set(events))),
-                         tuple(guard_errors), finished, exit_code)
+                         tuple(sorted(set(sources))), tuple(guard_errors), finished, exit_code)
 
 
 def precompile(python: str, plugin_dir: Path) -> None:

@@ -12,6 +12,7 @@ import pytest
 
 import guard_attacks as corpus
 from conftest import make_sample, prepared_local_repo
+from execrepobench.builder.ground_truth import check_ground_truth
 from execrepobench.builder.verify import verify_one
 from execrepobench_metric.guard import GuardSetup, read_evidence, verify_lines
 from execrepobench_metric.isolation import Isolation
@@ -216,7 +217,9 @@ def test_a_masked_file_the_test_machinery_runs_is_never_verified(guardrepo, monk
     plugin = make_sample(guardrepo, "conftest.py", 'config.addinivalue_line("markers", "slow: a slow test")',
                          judged=("tests/test_core.py::test_double",))
     out = verify_one(plugin, ON)
-    assert out.reason == "gt_failed" and "machinery-under-test" in out.detail, out
+    assert not out.kept, out  # its null fill runs unguarded (and passes here): dropped either way
+    truth = check_ground_truth([plugin], ON, rounds=1)[0]
+    assert truth.reason == "gt_failed" and "machinery-under-test" in truth.detail, truth
 
 
 @needs_bwrap

@@ -2,7 +2,8 @@
 take a judged `test_x_y` with it (pytest's --deselect matches prefixes), a `.py` data file that the
 repository's conftest collects is not imported as a test module because the selection names its file,
 and a collector that makes two items of one id is not taken for a damaged evidence stream.  And the
-ground truth of several files shares its runs even when the guard sees one of them do something."""
+ground truth of several files shares its runs even when the guard sees one of them do something: the
+shared run says whose each event was."""
 from __future__ import annotations
 
 from dataclasses import replace
@@ -70,6 +71,13 @@ def selrepo(tmp_path_factory):
                                                            "raise RuntimeError('not a test module')\n")
     (repo / "tests" / "twice.cases").write_text("two cases\n")
     (repo / "tests" / "test_doc.txt").write_text(">>> from selrepo.core import double\n>>> double(21)\n42\n")
+    (repo / "selrepo" / "patcher.py").write_text("import unittest\n\n\ndef patch():\n"
+                                                 "    unittest.TestCase.erb_marker = True\n    return 1\n")
+    (repo / "tests" / "test_patch.py").write_text("from selrepo.patcher import patch\n\n\n"
+                                                  "def test_patch():\n    assert patch() == 1\n")
+    (repo / "tests" / "test_lazy.py").write_text("from selrepo.core import double\n\nCACHE = None\n\n\n"
+                                                 "def test_lazy():\n    global CACHE\n    CACHE = double(2)\n"
+                                                 "    assert CACHE == 4\n")
     (repo / "tests" / "test_core.py").write_text(
         "from selrepo.core import double\n\n\ndef test_x():\n    assert False, 'fails at baseline: excluded'\n\n\n"
         "def test_x_y():\n    assert double(3) == 6\n")
@@ -95,38 +103,61 @@ def test_a_selection_judges_what_the_whole_suite_ran(selrepo, monkeypatch):
     assert out.kept and out.reason == "kept", out
 
 
-@pytest.mark.sandbox
-@pytest.mark.slow
-def test_ground_truth_rounds_after_the_guard_saw_something_are_shared_again(selrepo, monkeypatch):
-    monkeypatch.setenv("EXECREPOBENCH_CACHE", selrepo["cache"])
+def _three(selrepo):
     frames = make_sample(selrepo, "selrepo/frames.py", "return sys._getframe(1).f_code.co_name",
                          judged=("tests/test_more.py::test_caller",))
     core = make_sample(selrepo, "selrepo/core.py", "return x * 2", judged=("tests/test_core.py::test_x_y",))
     other = make_sample(selrepo, "selrepo/other.py", "return x * 3", judged=("tests/test_more.py::test_triple",))
-    out = check_ground_truth([frames, core, other], JudgeConfig(timeout_s=120), rounds=2)
+    return frames, core, other
+
+
+@pytest.mark.sandbox
+@pytest.mark.slow
+def test_what_the_shared_run_saw_is_placed_by_the_file_it_came_from(selrepo, monkeypatch):
+    monkeypatch.setenv("EXECREPOBENCH_CACHE", selrepo["cache"])
+    out = check_ground_truth(list(_three(selrepo)), JudgeConfig(timeout_s=120), rounds=2)
     assert [g.reason for g in out] == ["passed"] * 3, out
     assert [g.sample.guard_allowed for g in out] == [("sys._getframe",), (), ()]  # each file's own
     assert all(len(g.runs_s) == 2 and g.sample.time_budget_s >= 8.0 for g in out)
-    recorded, enforced = zip(*(g.costs for g in out))  # a recording run per file, then the second round:
-    assert len(set(recorded)) == 3 and enforced[1] == enforced[2] != enforced[0]  # shared by core and other
-    assert all(len(runs) == 1 for _, runs in (*recorded, *enforced))
+    # no file records on its own: the shared recording run, then the second round by allowances
+    shared, enforced = zip(*(g.costs for g in out))
+    assert len(set(shared)) == 1 and shared[0][0].endswith("*")
+    assert enforced[1] == enforced[2] != enforced[0] and all(len(runs) == 1 for _, runs in enforced)
 
 
 @pytest.mark.sandbox
 @pytest.mark.slow
 def test_one_ground_truth_round_unless_the_guard_saw_something(selrepo, monkeypatch):
     monkeypatch.setenv("EXECREPOBENCH_CACHE", selrepo["cache"])
-    frames = make_sample(selrepo, "selrepo/frames.py", "return sys._getframe(1).f_code.co_name",
-                         judged=("tests/test_more.py::test_caller",))
-    core = make_sample(selrepo, "selrepo/core.py", "return x * 2", judged=("tests/test_core.py::test_x_y",))
-    other = make_sample(selrepo, "selrepo/other.py", "return x * 3", judged=("tests/test_more.py::test_triple",))
+    frames, core, other = _three(selrepo)
     quiet = check_ground_truth([core, other], JudgeConfig(timeout_s=120), rounds=1)
     assert [len(g.runs_s) for g in quiet] == [1, 1] and quiet[0].costs == quiet[1].costs  # one shared run
     out = check_ground_truth([frames, core, other], JudgeConfig(timeout_s=120), rounds=1)
     assert [g.reason for g in out] == ["passed"] * 3, out
     assert [g.sample.guard_allowed for g in out] == [("sys._getframe",), (), ()]
-    # what the guard allowed frames.py is enforced in a second run; the others' own recording runs suffice
+    # what the guard allowed frames.py is enforced in a second run; the shared recording run suffices for the others
     assert [len(g.runs_s) for g in out] == [2, 1, 1] and [len(g.costs) for g in out] == [2, 1, 1]
+
+
+@pytest.mark.sandbox
+@pytest.mark.slow
+def test_a_test_modules_change_goes_to_its_tests_and_an_unplaceable_one_to_runs_per_file(selrepo, monkeypatch):
+    monkeypatch.setenv("EXECREPOBENCH_CACHE", selrepo["cache"])
+    frames, core, other = _three(selrepo)
+    lazy = make_sample(selrepo, "selrepo/core.py", "return x * 2", judged=("tests/test_lazy.py::test_lazy",))
+    out = check_ground_truth([frames, lazy, other], JudgeConfig(timeout_s=120), rounds=1)
+    assert [g.reason for g in out] == ["passed"] * 3, out
+    allowed = [g.sample.guard_allowed for g in out]
+    assert allowed[0] == ("sys._getframe",) and allowed[2] == (), allowed
+    assert len(allowed[1]) == 1 and allowed[1][0].startswith("integrity:tests:") and "CACHE" in allowed[1][0]
+    assert [len(g.costs) for g in out] == [2, 2, 1]  # the shared run (+ enforcing by allowances): no per-file runs
+    patched = make_sample(selrepo, "selrepo/patcher.py", "unittest.TestCase.erb_marker = True",
+                          judged=("tests/test_patch.py::test_patch",))
+    out = check_ground_truth([patched, core], JudgeConfig(timeout_s=120), rounds=1)
+    assert [g.reason for g in out] == ["passed"] * 2, out
+    assert any("erb_marker" in e for e in out[0].sample.guard_allowed) and out[1].sample.guard_allowed == ()
+    # a change in a namespace no test module owns cannot be placed: each file records on its own
+    assert [len(g.costs) for g in out] == [3, 2] and out[0].costs[0] == out[1].costs[0]
 
 
 @pytest.mark.sandbox

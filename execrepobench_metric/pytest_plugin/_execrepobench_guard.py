@@ -204,12 +204,14 @@ def main() -> int:
     import _execrepobench_collect as plugin
     import _execrepobench_guard_hook as guard
 
-    masked = set()
+    masked, owners = set(), {}
     for name in (settings["masked"], *settings.get("also_masked", ())):
         path = os.path.join(os.getcwd(), name)
         masked |= {path, os.path.realpath(path)}
+        owners.update({path: name, os.path.realpath(path): name})
     loaded = {getattr(m, "__file__", None) for m in list(sys.modules.values())}
     cfg = {"mode": settings["mode"], "masked": masked, "allowed": settings["allowed"],
+           "owners": owners if settings.get("also_masked") else {},
            "masked_in_machinery": bool(masked & loaded), "pluggy_dir": package_dir("pluggy"),
            "pytest_dir": package_dir("_pytest"),
            "evidence": settings["evidence"], "machinery_dirs": machinery_dirs(), "start": start,

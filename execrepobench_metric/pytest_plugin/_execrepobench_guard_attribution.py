@@ -15,7 +15,7 @@ def make_attribution(masked, start, text, consumers):
     """masked: the masked file's paths; start: the run's start time (files older than it are the
     repository's or the environment's); text: see `make_text`; consumers: see `consumed`.
     -> (is_masked, attributed, direct_caller, consumed, called_by, taint, mark_ran, busy, tainted_threads,
-    tainted_codes).  Until `mark_ran()` (the masked file's code is about to run) nothing is attributed."""
+    tainted_codes, whose).  Until `mark_ran()` (the masked file's code is about to run) nothing is attributed."""
     _type, _str, _id, _stat, _ident = type, str, id, os.stat, _thread.get_ident
     _OSError, _ValueError, _code_type = OSError, ValueError, type(make_attribution.__code__)
     busy, tainted_threads, tainted_codes, ran = {}, {}, {}, []
@@ -45,6 +45,24 @@ def make_attribution(masked, start, text, consumers):
                     return False
                 frame = frame.f_back
             return False
+        finally:
+            busy.pop(me, None)
+
+    def whose(frame):
+        """The masked files (as paths) with a frame on this stack, walking outwards as `attributed` does
+        (to the module-level code of a module, or code the completion made); () when none."""
+        me = _ident()
+        busy[me] = 1
+        found = []
+        try:
+            while frame is not None:
+                code = frame.f_code
+                if is_masked(code.co_filename):
+                    found.append(text(code.co_filename))
+                elif code.co_name == "<module>" or (tainted_codes and _id(code) in tainted_codes):
+                    break
+                frame = frame.f_back
+            return found
         finally:
             busy.pop(me, None)
 
@@ -107,4 +125,4 @@ def make_attribution(masked, start, text, consumers):
             todo.extend(k for k in c.co_consts if _type(k) is _code_type)
 
     return (is_masked, attributed, direct_caller, consumed, called_by, taint, mark_ran, busy, tainted_threads,
-            tainted_codes)
+            tainted_codes, whose)

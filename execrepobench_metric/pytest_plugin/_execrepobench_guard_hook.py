@@ -73,7 +73,8 @@ def install(cfg, key, fd, genuine, originals):
         cfg["protected"], cfg["hot"], cfg["rebound"], cfg["consumers"])
     take_snapshots()
     (is_masked, attributed, direct_caller, consumed, called_by, taint, mark_ran, busy, tainted_threads,
-     tainted_codes) = make_attribution(masked, cfg["start"], text, genuine["consumers"])
+     tainted_codes, whose) = make_attribution(masked, cfg["start"], text, genuine["consumers"])
+    owners = cfg.get("owners") or {}  # several masked files (a shared ground-truth run): path -> its name
     pluggy_dir, pytest_dir = cfg["pluggy_dir"], cfg["pytest_dir"]
     state = {"seq": 0, "mac": b"", "closed": False, "ran": False, "teardowns": 0}
     pending = []
@@ -103,11 +104,22 @@ def install(cfg, key, fd, genuine, originals):
         state["closed"] = True
 
     def sensitive(kind, detail=""):
-        """Record (mode "record") or judge (mode "enforce") a completion event; True = refuse it."""
+        """Record (mode "record") or judge (mode "enforce") a completion event; True = refuse it.  With
+        several masked files, a recorded event names each one with a frame on the stack ("" if none)."""
         if mode == "record" and not kind.startswith("forged"):
-            if kind not in seen:
-                seen.add(kind)
-                emit("event", kind, detail)
+            found = ()
+            if owners:
+                me = _ident()
+                busy[me] = 1
+                try:
+                    frame = _getframe(1)
+                finally:
+                    busy.pop(me, None)
+                found = _sorted(_set(owners.get(path, "") for path in whose(frame)))
+            for who in found or ("",):
+                if (kind, who) not in seen:
+                    seen.add((kind, who))
+                    emit("event", kind, detail, who)
             return False
         if kind in allowed and not kind.startswith("forged"):
             return False
