@@ -14,7 +14,9 @@ triggers them too (`allowed`).  Independently of attribution, the
 protected namespaces must not change (`_execrepobench_guard_integrity`).
 
 Evidence: one line per fact, `seq<TAB>kind<TAB>fields...<TAB>mac`, where mac is HMAC-SHA256 over the
-previous mac and the line, written with os.write to a descriptor the judge opened.
+previous mac and the line, written with os.write to a descriptor the judge opened.  In record mode with
+several masked files (verification's shared ground-truth runs), an event line also names each masked
+file with a frame on the stack (`owners`), so the builder can tell whose it was.
 """
 import _hashlib
 import _operator
