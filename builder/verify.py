@@ -14,16 +14,17 @@ In the order that costs least (the verdicts are the same as checking each sample
    null fill that passes drops the sample (`null_passed`) before any ground-truth run; the test that
    caught it moves to the front of `judged_tests` (a record of what catches a wrong fill; runs keep
    pytest's own order);
-3. the ground truth of the remaining samples together: each round runs the union of their judged
-   tests once (`ground_truth.py`), recording `guard_allowed` and each sample's run time, from which its
+3. the ground truth of the remaining samples whose judged tests lie in the same test files together
+   (`by_test_files`: a shared run collects what each one's own run collects): each round runs the union
+   of their judged tests once (`ground_truth.py`), recording `guard_allowed` and each sample's run time, from which its
    `time_budget_s` comes (`execrepobench_metric/budget.py`).
 
 Null fills: `execrepobench_metric.fills` (the metric's `prepare` checks the same way).  A judgement
 that fails for the harness's reasons (an `error` verdict, any exception) drops the sample as
 `harness_error`: it is never counted as a ground-truth failure, and never kept.
-Both steps run on an executor (`execrepobench_metric.executors`): local threads (the null fills in
-parallel, the ground truth as one shared group), or Ray nodes that make the repository's environment
-from its record first (the ground truth then split into one group per node slot).
+Both steps run on an executor (`execrepobench_metric.executors`): local threads or Ray nodes that make
+the repository's environment from its record first; the null fills and the ground-truth groups are
+spread over them.
 """
 from __future__ import annotations
 
@@ -173,9 +174,7 @@ def verify_samples(samples: list[Sample], config: JudgeConfig, *, workers: int, 
                 null_s[sample.sample_id] = checked.null_s
         rank = {s.sample_id: n for n, s in enumerate(todo)}
         survivors.sort(key=lambda s: rank[s.sample_id])  # the order of `samples`, whatever order they landed in
-        # local: one group (its runs are shared by all); Ray: a group per slot, so every node works
-        groups = [tuple(survivors)] if executor.shares_filesystem and survivors else \
-            split(survivors, len(survivors), executor.parallelism)
+        groups = by_test_files(survivors)
         for done in _on(executor, partial(_ground_truth_safely, config=config, gt_runs=gt_runs), groups, record,
                         config, key=lambda group: group[0].env_key):
             results = done.value if not done.error else [
@@ -184,6 +183,18 @@ def verify_samples(samples: list[Sample], config: JudgeConfig, *, workers: int, 
                 found[g.sample.sample_id] = _outcome(g, null_s.get(g.sample.sample_id, 0.0))
                 bar.update(1)
     return [_with_context(found[s.sample_id], s) for s in samples]
+
+
+def by_test_files(samples: list[Sample]) -> list[tuple[Sample, ...]]:
+    """The candidates whose judged tests lie in the same test files, together (in order): their ground
+    truth shares runs.  A judged run collects exactly its tests' files, and a test may pass only when
+    another file is collected too (docutils' publisher tests need a submodule that another test module
+    imports; a lazily set attribute is set during another module's collection), so a shared run must
+    collect what each candidate's own run collects."""
+    groups: dict[tuple[str, ...], list[Sample]] = {}
+    for s in samples:
+        groups.setdefault(tuple(sorted({t.split("::")[0] for t in s.judged_tests})), []).append(s)
+    return [tuple(g) for g in groups.values()]
 
 
 def _on(executor: Executor, fn: Callable[[Any], Any], items: list, record: RepoRecord | None, config: JudgeConfig,

@@ -12,7 +12,7 @@ import pytest
 
 from conftest import make_sample, prepared_local_repo
 from execrepobench.builder.ground_truth import check_ground_truth
-from execrepobench.builder.verify import verify_one
+from execrepobench.builder.verify import verify_one, verify_samples
 from execrepobench_metric.judge import JudgeConfig, judge
 
 CONFTEST = '''import pytest
@@ -78,6 +78,11 @@ def selrepo(tmp_path_factory):
     (repo / "tests" / "test_lazy.py").write_text("from selrepo.core import double\n\nCACHE = None\n\n\n"
                                                  "def test_lazy():\n    global CACHE\n    CACHE = double(2)\n"
                                                  "    assert CACHE == 4\n")
+    (repo / "selrepo" / "extra.py").write_text("VALUE = 1\n")  # imported by one test module only
+    (repo / "tests" / "test_imports_extra.py").write_text("import selrepo.extra\n\n\ndef test_imports():\n"
+                                                          "    assert selrepo.extra.VALUE == 1\n")
+    (repo / "tests" / "test_needs_extra.py").write_text("import selrepo\n\n\ndef test_needs():\n"
+                                                        "    assert selrepo.extra.VALUE == 1  # only if collected\n")
     (repo / "tests" / "test_core.py").write_text(
         "from selrepo.core import double\n\n\ndef test_x():\n    assert False, 'fails at baseline: excluded'\n\n\n"
         "def test_x_y():\n    assert double(3) == 6\n")
@@ -135,8 +140,9 @@ def test_one_ground_truth_round_unless_the_guard_saw_something(selrepo, monkeypa
     out = check_ground_truth([frames, core, other], JudgeConfig(timeout_s=120), rounds=1)
     assert [g.reason for g in out] == ["passed"] * 3, out
     assert [g.sample.guard_allowed for g in out] == [("sys._getframe",), (), ()]
-    # what the guard allowed frames.py is enforced in a second run; the shared recording run suffices for the others
-    assert [len(g.runs_s) for g in out] == [2, 1, 1] and [len(g.costs) for g in out] == [2, 1, 1]
+    # what was placed from the shared run is enforced in a second run (by allowances), nothing placed too
+    assert [len(g.runs_s) for g in out] == [2, 2, 2] and [len(g.costs) for g in out] == [2, 2, 2]
+    assert out[1].costs == out[2].costs != out[0].costs
 
 
 @pytest.mark.sandbox
@@ -150,7 +156,7 @@ def test_a_test_modules_change_goes_to_its_tests_and_an_unplaceable_one_to_runs_
     allowed = [g.sample.guard_allowed for g in out]
     assert allowed[0] == ("sys._getframe",) and allowed[2] == (), allowed
     assert len(allowed[1]) == 1 and allowed[1][0].startswith("integrity:tests:") and "CACHE" in allowed[1][0]
-    assert [len(g.costs) for g in out] == [2, 2, 1]  # the shared run (+ enforcing by allowances): no per-file runs
+    assert [len(g.costs) for g in out] == [2, 2, 2]  # the shared run + enforcing by allowances: no per-file runs
     patched = make_sample(selrepo, "selrepo/patcher.py", "unittest.TestCase.erb_marker = True",
                           judged=("tests/test_patch.py::test_patch",))
     out = check_ground_truth([patched, core], JudgeConfig(timeout_s=120), rounds=1)
@@ -158,6 +164,22 @@ def test_a_test_modules_change_goes_to_its_tests_and_an_unplaceable_one_to_runs_
     assert any("erb_marker" in e for e in out[0].sample.guard_allowed) and out[1].sample.guard_allowed == ()
     # a change in a namespace no test module owns cannot be placed: each file records on its own
     assert [len(g.costs) for g in out] == [3, 2] and out[0].costs[0] == out[1].costs[0]
+
+
+@pytest.mark.sandbox
+@pytest.mark.slow
+def test_a_ground_truth_that_passes_only_next_to_another_test_file_is_not_kept(selrepo, monkeypatch):
+    monkeypatch.setenv("EXECREPOBENCH_CACHE", selrepo["cache"])
+    needs = make_sample(selrepo, "selrepo/core.py", "return x * 2",
+                        judged=("tests/test_core.py::test_x_y", "tests/test_needs_extra.py::test_needs"))
+    imports = make_sample(selrepo, "selrepo/other.py", "return x * 3",
+                          judged=("tests/test_imports_extra.py::test_imports", "tests/test_more.py::test_triple"))
+    alone = judge(needs, needs.middle_code, JudgeConfig(timeout_s=120, known_verdicts=False, fail_fast=False))
+    assert alone.failing_tests == ("tests/test_needs_extra.py::test_needs",), alone  # what evaluation runs
+    assert [g.passed for g in check_ground_truth([needs, imports], JudgeConfig(timeout_s=120), 1)] == [True, True]
+    needs_out, imports_out = verify_samples([needs, imports], JudgeConfig(timeout_s=120), workers=1, gt_runs=1,
+                                            progress=False)  # ground-truth runs shared only by the same test files
+    assert (needs_out.reason, imports_out.reason) == ("gt_failed", "kept"), (needs_out, imports_out)
 
 
 @pytest.mark.sandbox
