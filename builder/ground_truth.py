@@ -83,7 +83,7 @@ def _placed(samples: Sequence[Sample], allowed: dict[str, tuple[str, ...]], run:
         took = round(estimate_s(run, s.judged_tests), 3)
         kept = replace(s, guard_allowed=allowed[s.sample_id], time_budget_s=time_budget(took))
         recorded.append(GroundTruth(kept, True, "passed", (took,), costs=cost))
-    out = _later(recorded, config, max(rounds, 2))  # what was placed is checked, even where nothing was
+    out = _later(recorded, config, rounds)  # what was placed is enforced in a run of its own
     refused = [s for s, g in zip(samples, out) if not g.passed and g.detail.startswith("tampering")]
     if not refused:
         return out

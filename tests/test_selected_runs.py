@@ -140,9 +140,8 @@ def test_one_ground_truth_round_unless_the_guard_saw_something(selrepo, monkeypa
     out = check_ground_truth([frames, core, other], JudgeConfig(timeout_s=120), rounds=1)
     assert [g.reason for g in out] == ["passed"] * 3, out
     assert [g.sample.guard_allowed for g in out] == [("sys._getframe",), (), ()]
-    # what was placed from the shared run is enforced in a second run (by allowances), nothing placed too
-    assert [len(g.runs_s) for g in out] == [2, 2, 2] and [len(g.costs) for g in out] == [2, 2, 2]
-    assert out[1].costs == out[2].costs != out[0].costs
+    # what the guard allowed frames.py is enforced in a second run; the shared recording run suffices for the others
+    assert [len(g.runs_s) for g in out] == [2, 1, 1] and [len(g.costs) for g in out] == [2, 1, 1]
 
 
 @pytest.mark.sandbox
@@ -154,9 +153,12 @@ def test_a_test_modules_change_goes_to_its_tests_and_an_unplaceable_one_to_runs_
     out = check_ground_truth([frames, lazy, other], JudgeConfig(timeout_s=120), rounds=1)
     assert [g.reason for g in out] == ["passed"] * 3, out
     allowed = [g.sample.guard_allowed for g in out]
-    assert allowed[0] == ("sys._getframe",) and allowed[2] == (), allowed
-    assert len(allowed[1]) == 1 and allowed[1][0].startswith("integrity:tests:") and "CACHE" in allowed[1][0]
+    # a test module's change goes to every candidate of the shared run (verification shares a run only
+    # between candidates with the same test files, who all load that module), the frame access to its file
+    cache = [e for e in allowed[1] if e.startswith("integrity:tests:") and "CACHE" in e]
+    assert len(cache) == 1 and allowed == [(cache[0], "sys._getframe"), tuple(cache), tuple(cache)], allowed
     assert [len(g.costs) for g in out] == [2, 2, 2]  # the shared run + enforcing by allowances: no per-file runs
+    assert out[1].costs == out[2].costs != out[0].costs
     patched = make_sample(selrepo, "selrepo/patcher.py", "unittest.TestCase.erb_marker = True",
                           judged=("tests/test_patch.py::test_patch",))
     out = check_ground_truth([patched, core], JudgeConfig(timeout_s=120), rounds=1)
