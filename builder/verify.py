@@ -55,8 +55,8 @@ GUARD_RECORDING = 3  # 2: lazy machinery bound before the integrity reference; 3
 # (Sample.guard_allowed); part of build keys
 VERIFY_SCHEME = 5  # 3: null fill first (fail fast, budgets, pytest order), shared ground truth; 4: exact
 # exclusions with a selection, no example files collected as modules, duplicate node ids; 5: an enforcing
-# ground-truth round whenever the recording round saw something (whatever gt_runs), null fills unguarded;
-# part of build keys
+# ground-truth round whenever the recording round saw something (whatever gt_runs), null fills unguarded,
+# ground-truth runs shared only by candidates with the same test files (by_test_files); part of build keys
 
 
 @dataclass(frozen=True)

@@ -50,7 +50,7 @@ def make_attribution(masked, start, text, consumers):
 
     def whose(frame):
         """The masked files (as paths) with a frame on this stack, walking outwards as `attributed` does
-        (to the module-level code of a module, or code the completion made); () when none."""
+        (to the module-level code of a module, or code the completion made); empty when none."""
         me = _ident()
         busy[me] = 1
         found = []
