@@ -124,6 +124,25 @@ def test_whole_suite_candidates_are_a_reserve_verified_only_when_a_level_is_shor
     assert sum(s.fill_type == FILL_BLOCK for s in res.kept) == 3 and res.report["short_levels"] == {}
 
 
+def test_candidates_whose_tests_run_the_masked_code_come_first_within_a_level():
+    rule = lambda lvl, i, r: replace(cand(lvl, i), selection_rule=r)  # noqa: E731
+    cands = [rule(lvl, i, "importers") for lvl in LEVELS for i in range(0, 10)] + \
+        [rule(lvl, i, "coverage") for lvl in LEVELS for i in range(10, 14)]
+    verify = Verifier(dict.fromkeys(LEVELS, 2))  # half verify
+    res = verify_to_quotas(cands, {"random": 1, "expression": 3, "statement": 2, "block": 3}, verify,
+                           more=lambda needs, r: [])
+    for lvl in LEVELS:
+        seen = [s for s in verify.seen if s.startswith(lvl[:3])]
+        covered = [n for n, s in enumerate(seen) if int(s[3:]) >= 10]
+        importers = [n for n, s in enumerate(seen) if int(s[3:]) < 10]
+        assert not importers or len(covered) == 4 and max(covered) < min(importers), (lvl, seen)
+    # random (quota 1) and statement (quota 2) are met by their covered candidates alone
+    assert all(int(s[3:]) >= 10 for s in verify.seen if s[:3] in ("ran", "sta"))
+    # expression and block need a third: their importers candidates are verified after the covered ones
+    assert any(int(s[3:]) < 10 for s in verify.seen if s.startswith("blo"))
+    assert len(res.kept) == 9 and res.report["short_levels"] == {}
+
+
 def test_too_few_candidates_keep_what_verifies():
     cands = [cand("expression", i) for i in range(3)] + [cand("random", 0, FILL_MULTI_LINE)]
     res = verify_to_quotas(cands, {"random": 1, "expression": 2, "statement": 2, "block": 2},
