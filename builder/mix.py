@@ -15,10 +15,11 @@ mix.  Instead, per repository:
    masks again, drawing only that level's kinds: `level_mask`), at most `max_extra_rounds` times;
    within a level, candidates whose judged tests run the masked code (`coverage` rule) come before those
    whose code only runs when its module is imported (`importers`: judged by every test of the modules
-   that import the file; their null fill passes ~half the time and a passing null fill runs every judged
-   test - a cold build of the default manifest: 640 of 1,229 checked passed vs 274 of 1,253), so cheap, discriminating candidates fill
-   the quotas first (`RULE_ORDER`); candidates judged by the whole suite (`RESERVE_RULES`: no test ran
-   the masked code) wait in a reserve that is verified only when a level is still short after that;
+   that import the file; their null fill passes about half the time, and a null fill that passes runs
+   every judged test - build v3 of the default manifest: 640 of 1,229 checked passed, against 274 of
+   1,253 `coverage` ones), so cheap, discriminating candidates fill the quotas first (`RULE_ORDER`);
+   candidates judged by the whole suite (`RESERVE_RULES`: no test ran the masked code) wait in a reserve
+   that is verified only when a level is still short after that;
 3. a level still short after that leaves its slots to the others (`fill order`: the level furthest below
    its expected count first), so the repository still yields `wanted` samples when it can; the report says
    what was short.
