@@ -51,6 +51,7 @@ MIN_YIELD = 0.2
 RESERVE_RULES = ("suite",)
 # Within a level's queue: selection rules in this order (then by sample id); see the module doc, step 2.
 RULE_ORDER = ("coverage", "importers")
+_RULE_RANK = {rule: n for n, rule in enumerate(RULE_ORDER)}  # any other rule after them
 
 
 def level_of(sample: Sample) -> str:
@@ -103,8 +104,7 @@ class _State:
             self.seen_ids.add(s.sample_id)
             self.seen_middles.add(s.middle_code)
             fresh.append(s)
-        rank = {rule: n for n, rule in enumerate(RULE_ORDER)}
-        for s in sorted(fresh, key=lambda s: (rank.get(s.selection_rule, len(rank)), s.sample_id)):
+        for s in sorted(fresh, key=lambda s: (_RULE_RANK.get(s.selection_rule, len(_RULE_RANK)), s.sample_id)):
             (self.reserve if s.selection_rule in RESERVE_RULES else self.queues)[level_of(s)].append(s)
         return fresh
 

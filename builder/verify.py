@@ -16,8 +16,8 @@ In the order that costs least (the verdicts are the same as checking each sample
    pytest's own order);
 3. the ground truth of the remaining samples whose judged tests lie in the same test files together
    (`by_test_files`: a shared run collects what each one's own run collects): each round runs the union
-   of their judged tests once (`ground_truth.py`), recording `guard_allowed` and each sample's run time, from which its
-   `time_budget_s` comes (`execrepobench_metric/budget.py`).
+   of their judged tests once (`ground_truth.py`), recording `guard_allowed` and each sample's run
+   time, from which its `time_budget_s` comes (`execrepobench_metric/budget.py`).
 
 Null fills: `execrepobench_metric.fills` (the metric's `prepare` checks the same way).  A judgement
 that fails for the harness's reasons (an `error` verdict, any exception) drops the sample as
@@ -44,6 +44,7 @@ from execrepobench_metric.executors import Batch, Executor, split
 from execrepobench_metric.executors.local import LocalExecutor
 from execrepobench_metric.fills import null_fill
 from execrepobench_metric.judge import JudgeConfig, judge_safely
+from execrepobench_metric.pytest_run import collected_files
 
 from .ground_truth import GroundTruth, check_ground_truth
 from .selection import CoverageMap, ImportGraph, select_tests
@@ -193,7 +194,7 @@ def by_test_files(samples: list[Sample]) -> list[tuple[Sample, ...]]:
     collect what each candidate's own run collects."""
     groups: dict[tuple[str, ...], list[Sample]] = {}
     for s in samples:
-        groups.setdefault(tuple(sorted({t.split("::")[0] for t in s.judged_tests})), []).append(s)
+        groups.setdefault(collected_files(s.judged_tests), []).append(s)
     return [tuple(g) for g in groups.values()]
 
 

@@ -34,7 +34,7 @@ from .guard_verdict import guarded_run
 from .isolation import Isolation
 from .junit import ERROR, FAILED, PASSED, SKIPPED
 from .limits import Limits
-from .pytest_run import PytestInvocation, PytestRun, run_pytest
+from .pytest_run import PytestInvocation, PytestRun, run_pytest, collected_files
 
 # Reasons, most specific first.  "error" is the harness's fault (missing environment, sandbox
 # failure, any exception while judging), not the model's; it is counted and reported apart.
@@ -152,8 +152,8 @@ def judge_run(sample: Sample, completion: str, config: JudgeConfig, evidence: Pa
         sample.test_command, python=python, root=root, select=select,
         deselect=() if select else sample.excluded_tests, timeout_s=wall_s,
         max_fail=1 if config.fail_fast else 0)
-    test_files = tuple(sorted({t.split("::")[0] for t in select}))
-    readonly = tuple(p for p in protected_paths(root, inv.test_paths) + test_files if p != sample.file_name)
+    readonly = tuple(p for p in protected_paths(root, inv.test_paths) + collected_files(select)
+                     if p != sample.file_name)
     guard = None if config.guard == "off" else GuardSetup(config.guard, sample.file_name, sample.guard_allowed,
                                                           also_masked)
     run = run_pytest(inv, isolation=config.isolation, replacement=(sample.file_name, completed), readonly=readonly,

@@ -12,7 +12,7 @@ import shutil
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping
+from typing import Iterable, Mapping
 
 from .evidence import keep_run_files, write_command
 from .guard import BOOTSTRAP, GuardChannel, GuardEvidence, GuardSetup, precompile
@@ -31,6 +31,11 @@ COMMAND_PREFIX = ("python", "-m", "pytest", *BASE_PYTEST_ARGS)
 # repository's settings (`parallel`, `data_file`, `source`, `fail_under`, plugins...) never apply.
 # Paths are stored relative to the run's directory, which is the project root in every isolation.
 COVERAGE_RC = "[run]\nparallel = False\nrelative_files = True\nbranch = False\n"
+
+
+def collected_files(node_ids: Iterable[str]) -> tuple[str, ...]:
+    """The files (sorted) a run of these node ids gives pytest to collect: exactly what it collects."""
+    return tuple(sorted({t.split("::")[0] for t in node_ids}))
 
 
 @dataclass(frozen=True)
@@ -75,7 +80,7 @@ class PytestInvocation:
     def argv(self, junit_path: Path) -> list[str]:
         # With a selection, pytest collects the selected tests' files and our plugin keeps only the
         # selected ids (EXECREPOBENCH_SELECT): an unknown id then cannot abort the whole run.
-        targets = sorted({t.split("::")[0] for t in self.select}) if self.select else list(self.test_paths)
+        targets = list(collected_files(self.select)) if self.select else list(self.test_paths)
         runner = [self.python, "-m", "pytest"]
         if self.coverage_data is not None:
             rcfile = self.coverage_data.parent / "coveragerc"
