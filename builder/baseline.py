@@ -29,6 +29,10 @@ class BaselineError(RuntimeError):
     """The suite cannot run at all; the message names the repository and the reason."""
 
 
+class CoverageError(BaselineError):
+    """The baseline's coverage run failed or wrote no coverage data."""
+
+
 @dataclass(frozen=True)
 class Baseline:
     passing: tuple[str, ...]
@@ -106,24 +110,41 @@ def classify(per_run: list[dict[str, str | None]]) -> dict[str, str]:
     return kinds
 
 
+def baseline_invocations(inv: PytestInvocation, runs: int, coverage_data: Path | None) -> list[PytestInvocation]:
+    """The whole-suite runs that classify the tests: `runs` of them, the first under coverage.py when
+    `coverage_data` is given (it is the longest, so it starts first), plus one plain run at least (the
+    time estimates come from plain runs only)."""
+    if coverage_data is None:
+        return [inv] * runs
+    return [replace(inv, coverage_data=coverage_data), *[inv] * max(1, runs - 1)]
+
+
 def run_baseline(repo: str, env: Environment, root: Path, spec: RepoSpec, modules: list[str], *,
                  isolation: Isolation, runs: int = 3, timeout_s: float = 900.0,
-                 collections: int = 5, workers: int = 1) -> Baseline:
+                 collections: int = 5, workers: int = 1, coverage_data: Path | None = None) -> Baseline:
     """The suite runs under the same isolation the metric judges in, with the same paths read-only
     (tests that need the network or write outside the tree or into the tests fail here and are excluded).  Runs, and then collections, go `workers` at
-    a time (on a loaded machine more tests look flaky: they are excluded, never judged wrongly)."""
+    a time (on a loaded machine more tests look flaky: they are excluded, never judged wrongly).
+    `coverage_data`: one of the runs is the coverage run (`baseline_invocations`), its outcomes counted
+    like the others (a test must pass under coverage too), its data written there."""
     t0 = time.monotonic()
     import_check = check_imports(repo, env, root, modules) if modules else {}
     timings = {"import_check_s": time.monotonic() - t0}
     inv = invocation(env, root, spec, timeout_s)
+    planned = baseline_invocations(inv, runs, coverage_data)
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        results = list(pool.map(lambda _: run_pytest(inv, isolation=isolation, readonly=as_judged(inv)), range(runs)))
+        results = list(pool.map(lambda one: run_pytest(one, isolation=isolation, readonly=as_judged(one)), planned))
     per_run, durations, seconds, fixed = [], [], {}, []
-    for i, result in enumerate(results):
-        if result.error:
+    # plain runs first: a suite that cannot run is a baseline error, not the coverage run's
+    for i, (one, result) in enumerate(sorted(zip(planned, results), key=lambda p: p[0].coverage_data is not None)):
+        what = "coverage run" if one.coverage_data is not None else f"baseline run {i + 1}"
+        if result.error or (one.coverage_data is not None and not one.coverage_data.exists()):
             tail = (result.process.stdout_tail + result.process.stderr_tail).strip().splitlines()[-5:]
-            raise BaselineError(f"{repo}: baseline run {i + 1} failed: {result.error}: " + " | ".join(tail))
+            error = CoverageError if one.coverage_data is not None else BaselineError
+            raise error(f"{repo}: {what} failed: {result.error or 'no coverage data'}: " + " | ".join(tail))
         per_run.append(result.outcomes)
+        if one.coverage_data is not None:
+            continue  # coverage.py slows a run: its times would inflate every estimate
         durations.append(result.process.duration_s)
         fixed.append(max(0.0, result.process.duration_s - sum(result.durations.values())))
         for nodeid, s in result.durations.items():
@@ -138,7 +159,7 @@ def run_baseline(repo: str, env: Environment, root: Path, spec: RepoSpec, module
         raise BaselineError(f"{repo}: no test passes at baseline ({dict(by_kind)})")
     pick = lambda kind: tuple(t for t, k in kinds.items() if k == kind)  # noqa: E731
     timings["collect_checks_s"] = time.monotonic() - t0 - sum(timings.values())
-    return Baseline(pick("passing"), pick("failing"), pick("flaky"), pick("skipped"), runs,
+    return Baseline(pick("passing"), pick("failing"), pick("flaky"), pick("skipped"), len(planned),
                     tuple(durations), inv.test_command(), import_check, {k: round(v, 2) for k, v in timings.items()},
                     seconds, min(fixed, default=0.0))
 

@@ -29,13 +29,13 @@ from execrepobench_dataset.version import __version__
 from execrepobench_metric.executors import Executor, ExecutorConfig, open_executor
 from execrepobench_metric.isolation import Isolation, decide_isolation
 
-from .baseline import Baseline, BaselineError
+from .baseline import Baseline, BaselineError, CoverageError
 from .context import RepoContextIndex
 from .lock import EnvError
 from .manifest import Manifest, RepoSpec
 from .masking import MaskConfig, MaskResult, candidate_files, sample_masks, split
 from .mix import MIX_NAME, level_mask
-from .prepare import coverage_map, prepare
+from .prepare import prepare
 from .records import with_files
 from .repo_files import read_pool, write_atomic
 from .sources import SourceError, fetch
@@ -46,8 +46,7 @@ from .verify import GUARD_RECORDING, VERIFY_SCHEME
 # Errors whose message says it all; any other exception is reported with its traceback.
 REPO_ERRORS = (SourceError, EnvError, BaselineError, NoTestsFound)
 # The stage a repository was in -> the phase its report names when that stage raises.
-PHASES = {"source": "source", "prepare": "baseline", "masking": "masking", "coverage": "coverage",
-          "verification": "verification"}
+PHASES = {"source": "source", "prepare": "baseline", "masking": "masking", "verification": "verification"}
 
 
 @dataclass(frozen=True)
@@ -167,7 +166,8 @@ def build_repo(spec: RepoSpec, config: BuildConfig, isolation: Isolation,
         stage = "prepare"
         prepared = prepare(spec, fetched, config.manifest.python, runs=config.baseline_runs,
                            timeout_s=config.baseline_timeout_s, isolation=isolation,
-                           samples_per_repo=mask.samples_per_repo, workers=config.workers)
+                           samples_per_repo=mask.samples_per_repo, workers=config.workers,
+                           coverage_data=folder / "coverage.sqlite")
         lap()
         record = prepared.record
         parts.update(prepared.report)
@@ -191,11 +191,8 @@ def build_repo(spec: RepoSpec, config: BuildConfig, isolation: Isolation,
         parts.update(masking)
         timings["masking_s"] = lap()
         if candidates:
-            stage = "coverage"
-            cov = coverage_map(prepared, folder / "coverage.sqlite", config.baseline_timeout_s)
-            timings["coverage_s"] = lap()
             stage = "verification"
-            kept, verified = verify_repo(candidates, wanted, prepared.baseline, cov, pool, config, isolation,
+            kept, verified = verify_repo(candidates, wanted, prepared.baseline, prepared.coverage, pool, config, isolation,
                                          spec.name, more, executor, prepared.record)
             parts.update(verified)
             timings["verify_s"] = lap()
@@ -237,6 +234,8 @@ def error_entry(exc: Exception, expected: tuple[type[Exception], ...] = REPO_ERR
 def _phase(stage: str, exc: Exception) -> str:
     if stage == "prepare" and isinstance(exc, EnvError):
         return "environment"
+    if stage == "prepare" and isinstance(exc, CoverageError):
+        return "coverage"  # the baseline's coverage run
     return PHASES[stage]
 
 

@@ -37,7 +37,7 @@ from .baseline import Baseline
 from .build import error_entry
 from .repo_files import read_pool, write_atomic
 from .manifest import RepoSpec
-from .prepare import coverage_map, prepare
+from .prepare import prepare
 from .selection import ImportGraph
 from .sources import SourceError, fetch
 from .verify import DROP_REASONS, verify_samples, with_selection
@@ -200,7 +200,7 @@ def _import_repo(name: str, group: list[OfficialLine], repos: Path, out: Path, c
         # evaluate_repo.py is the official harness, not repository code: never imported by the check
         prepared = prepare(spec, fetched, config.python, runs=config.baseline_runs,
                            timeout_s=config.baseline_timeout_s, isolation=jconf.isolation,
-                           skip_modules=(ENTRY_POINT[:-3],))
+                           skip_modules=(ENTRY_POINT[:-3],), coverage_data=out / "repos" / name / "coverage.sqlite")
         report.update(prepared.report)
         env, baseline = prepared.env, prepared.baseline
         report["test_command"] = list(baseline.test_command)
@@ -215,8 +215,7 @@ def _import_repo(name: str, group: list[OfficialLine], repos: Path, out: Path, c
             lineno_of[sample.sample_id] = line.lineno
             converted.append(sample)
         report["converted"] = len(converted)
-        cov = coverage_map(prepared, out / "repos" / name / "coverage.sqlite", config.baseline_timeout_s)
-        converted = with_selection(converted, cov, ImportGraph(read_pool(fetched.root)), baseline.passing)
+        converted = with_selection(converted, prepared.coverage, ImportGraph(read_pool(fetched.root)), baseline.passing)
         report["selection_rules"] = dict(sorted(Counter(s.selection_rule for s in converted).items()))
         if verify:
             outcomes = verify_samples(converted, jconf, workers=config.workers, gt_runs=config.gt_runs,

@@ -1,6 +1,6 @@
 """Prepare one fetched repository for sampling: its environment, where its tests are, the settings
 of its own that conflict with our runs, the proof that the tests import the tree being judged, the
-baseline, and (on demand) per-test coverage.  Shared by the benchmark build (`build.py`) and the
+baseline, and (on demand) per-test coverage, from one of the baseline runs.  Shared by the benchmark build (`build.py`) and the
 official-release importer (`official.py`)."""
 from __future__ import annotations
 
@@ -12,9 +12,8 @@ from pathlib import Path
 from execrepobench_dataset.repo_record import RepoRecord
 from execrepobench_metric.environments import Environment, ensure_environment
 from execrepobench_metric.isolation import Isolation
-from execrepobench_metric.pytest_run import run_pytest
 
-from .baseline import Baseline, BaselineError, as_judged, invocation, run_baseline, top_level_modules
+from .baseline import Baseline, run_baseline, top_level_modules
 from .lock import resolve_lock
 from .manifest import RepoSpec
 from .masking import candidate_files
@@ -35,6 +34,7 @@ class Prepared:
     record: RepoRecord  # what is published for this repository (repositories.jsonl)
     report: dict = field(default_factory=dict)  # env_key, environment, test_layout, test_config, baseline, ...
     timings: dict = field(default_factory=dict)  # env_s, baseline_s (import check + runs), collect_checks_s
+    coverage: CoverageMap | None = None  # which tests ran which lines (when asked for)
 
 
 def python_version(spec: RepoSpec, python: str | None) -> str:
@@ -43,9 +43,11 @@ def python_version(spec: RepoSpec, python: str | None) -> str:
 
 def prepare(spec: RepoSpec, fetched: FetchedSource, python: str | None, *, runs: int, timeout_s: float,
             isolation: Isolation, skip_modules: tuple[str, ...] = (), samples_per_repo: int = 0,
-            workers: int = 1) -> Prepared:
+            workers: int = 1, coverage_data: Path | None = None) -> Prepared:
     """Lock + environment (made from the lock) + test layout + conflicting settings + import check +
-    baseline.  The repository record carries the test paths found and the overriding arguments."""
+    baseline (with `coverage_data`: one of its runs under coverage.py, with a context per test, writing
+    there; `Prepared.coverage` maps it).  The repository record carries the test paths found and the
+    overriding arguments."""
     t0 = time.monotonic()
     version = python_version(spec, python)
     lock = resolve_lock(spec.name, fetched.source_hash, fetched.root, version, spec.extra_test_requires)
@@ -57,8 +59,12 @@ def prepare(spec: RepoSpec, fetched: FetchedSource, python: str | None, *, runs:
     draft = draft_record(run_spec, fetched, version, lock, samples_per_repo)  # same key: the lock decides it
     sources = candidate_files(fetched.root, exclude=layout.paths)
     modules = [m for m in top_level_modules(sources) if m not in skip_modules]
+    if coverage_data is not None:
+        coverage_data.parent.mkdir(parents=True, exist_ok=True)
+        coverage_data.unlink(missing_ok=True)
     baseline = run_baseline(spec.name, env, fetched.root, run_spec, modules, runs=runs, timeout_s=timeout_s,
-                            isolation=isolation, workers=workers)
+                            isolation=isolation, workers=workers, coverage_data=coverage_data)
+    coverage = CoverageMap.from_data_file(coverage_data, fetched.root) if coverage_data is not None else None
     # the editable install's line names this machine's cache: the report names the pinned source instead
     freeze = [f"-e {draft.repo_source}" if line.startswith("-e ") else line for line in env.freeze]
     report = {"env_key": env.key, "environment": {"python": version, "lock_lines": len(lock), "freeze": freeze},
@@ -68,18 +74,5 @@ def prepare(spec: RepoSpec, fetched: FetchedSource, python: str | None, *, runs:
     timings = {"env_s": env_s, "baseline_s": parts.get("import_check_s", 0) + parts.get("baseline_runs_s", 0),
                "collect_checks_s": parts.get("collect_checks_s", 0)}
     return Prepared(fetched, env, baseline, isolation, run_spec,
-                    final_record(draft, baseline.test_command, baseline.excluded), report, timings)
+                    final_record(draft, baseline.test_command, baseline.excluded), report, timings, coverage)
 
-
-def coverage_map(prepared: Prepared, data_file: Path, timeout_s: float) -> CoverageMap:
-    """One baseline run under coverage.py with a context per test -> which tests ran which lines."""
-    root = prepared.fetched.root
-    inv = replace(invocation(prepared.env, root, prepared.spec, timeout_s), coverage_data=data_file)
-    data_file.parent.mkdir(parents=True, exist_ok=True)
-    data_file.unlink(missing_ok=True)
-    result = run_pytest(inv, isolation=prepared.isolation, readonly=as_judged(inv))
-    if result.error or not data_file.exists():
-        tail = (result.process.stdout_tail + result.process.stderr_tail).strip().splitlines()[-3:]
-        raise BaselineError(f"{prepared.spec.name}: coverage run failed: {result.error or 'no coverage data'}"
-                            + (": " + " | ".join(tail) if tail else ""))
-    return CoverageMap.from_data_file(data_file, root)

@@ -175,13 +175,15 @@ def judge_run(sample: Sample, completion: str, config: JudgeConfig, evidence: Pa
                   detail=f"pytest did not finish its session (exit code {run.exit_code})")
     broken = tuple(name for name, status in run.unmatched.items() if status in (FAILED, ERROR))
     if broken:  # a test module that no longer imports: its tests were never collected
-        return mk(False, "failed", failing_tests=broken, stderr_tail=tail, detail="collection errors")
+        return mk(False, "failed", failing_tests=broken, stderr_tail=tail,
+                  detail="collection errors" + _said(run.messages, broken))
     expected = select or tuple(t for t in run.collected if t not in set(sample.excluded_tests))
     missing = [t for t in expected if run.outcomes.get(t) is None]
     failing = tuple(t for t in expected if run.outcomes.get(t) not in (PASSED, SKIPPED, None))
     if failing:  # with fail_fast, the first failure ended the run: the tests after it never ran
+        stopped = "stopped at the first failing test" if config.fail_fast and missing else ""
         return mk(False, "failed", failing_tests=failing, stderr_tail=tail,
-                  detail="stopped at the first failing test" if config.fail_fast and missing else "")
+                  detail=(stopped + _said(run.messages, failing)).lstrip("; "))
     if missing or not expected:
         return mk(False, "missing_tests", failing_tests=tuple(missing), stderr_tail=tail,
                   detail=f"{len(missing)} judged test(s) not reported" if expected else "no test ran")
@@ -195,6 +197,12 @@ def judge_run(sample: Sample, completion: str, config: JudgeConfig, evidence: Pa
     if run.exit_code not in (0,):
         return mk(False, "crashed", stderr_tail=tail, detail=f"pytest exit code {run.exit_code}")
     return mk(True, "passed")
+
+
+def _said(messages: dict[str, str], tests: tuple[str, ...]) -> str:
+    """"; <first test>: <its failure message>" for a verdict's detail (what a person reads first)."""
+    first = next((t for t in tests if messages.get(t)), None)
+    return f"; {first}: {messages[first]}" if first else ""
 
 
 def judge_safely(sample: Sample, completion: str, config: JudgeConfig, evidence: Path | None = None) -> Verdict:

@@ -83,6 +83,24 @@ def parse_junit_durations(path: Path) -> dict[tuple[str, str], float]:
     return out
 
 
+def parse_junit_messages(path: Path, cap: int = 300) -> dict[tuple[str, str], str]:
+    """{(classname, name): the first line of its failure's or error's message, capped} for the tests that
+    failed or errored; {} when unreadable.  For people reading a verdict: outcomes come from
+    `parse_junit_file`."""
+    try:
+        root = ET.fromstring(Path(path).read_text(encoding="utf-8", errors="replace"))
+    except (OSError, ET.ParseError):
+        return {}
+    out: dict[tuple[str, str], str] = {}
+    for case in root.iter("testcase"):
+        for child in case:
+            if child.tag in ("failure", "error"):
+                text = (child.get("message") or child.text or "").strip()
+                first = text.splitlines()[0] if text else ""
+                out.setdefault((case.get("classname", ""), case.get("name", "")), first[:cap])
+    return out
+
+
 def results_by_nodeid(nodeids, junit: dict[tuple[str, str], str]) -> dict[str, str | None]:
     """Join collected node ids to junit outcomes; None means the test did not report (did not run)."""
     return {nodeid: junit.get(junit_key(nodeid)) for nodeid in nodeids}

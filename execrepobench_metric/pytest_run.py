@@ -17,7 +17,8 @@ from typing import Iterable, Mapping
 from .evidence import keep_run_files, write_command
 from .guard import BOOTSTRAP, GuardChannel, GuardEvidence, GuardSetup, precompile
 from .isolation import Isolation
-from .junit import JunitError, junit_key, parse_junit_durations, parse_junit_file, results_by_nodeid
+from .junit import (ERROR, FAILED, JunitError, junit_key, parse_junit_durations, parse_junit_file,
+                    parse_junit_messages, results_by_nodeid)
 from .limits import Limits
 from .process import ProcessResult
 from .sandbox import SandboxRun, run_sandboxed
@@ -105,6 +106,7 @@ class PytestRun:
     plugin_outcomes: dict[str, str] = field(default_factory=dict)  # the plugin's independent record
     durations: dict[str, float] = field(default_factory=dict)  # collected node id -> junit seconds (estimates only)
     guard: GuardEvidence | None = None  # the guard's stream, when the run was guarded
+    messages: dict[str, str] = field(default_factory=dict)  # failed/errored node id -> its message's first line
 
     @property
     def exit_code(self) -> int | None:
@@ -209,6 +211,10 @@ def _read_run(out: Path, junit: Path, collect: Path, proc: ProcessResult, timeou
     matched = {junit_key(t) for t in collected}
     unmatched = {"::".join(k).strip(":"): v for k, v in junit_results.items() if k not in matched}
     seconds = parse_junit_durations(junit) if junit_results else {}
+    said = parse_junit_messages(junit) if any(v in (FAILED, ERROR) for v in junit_results.values()) else {}
+    messages = {t: said[junit_key(t)] for t in collected if junit_key(t) in said}
+    messages.update({"::".join(k).strip(":"): m for k, m in said.items() if k not in matched})
     return PytestRun(results_by_nodeid(collected, junit_results), collected, proc, error, finished=finished,
                      plugin_outcomes=dict(done["outcomes"]) if finished else {}, unmatched=unmatched,
-                     durations={t: seconds.get(junit_key(t), 0.0) for t in collected} if seconds else {})
+                     durations={t: seconds.get(junit_key(t), 0.0) for t in collected} if seconds else {},
+                     messages=messages)

@@ -3,11 +3,13 @@ from pathlib import Path
 
 import pytest
 
+from execrepobench.builder.baseline import baseline_invocations
 from execrepobench.builder.build import BuildConfig, build
 from execrepobench.builder.manifest import parse_manifest
 from execrepobench_dataset.record import FILL_TYPES, read_jsonl
 from execrepobench_dataset.repo_record import read_repo_records
 from execrepobench_metric.environments import find_environment
+from execrepobench_metric.pytest_run import PytestInvocation
 
 
 def _build(tmp_path, manifest_text, out_name="out", **kw):
@@ -99,6 +101,14 @@ def test_bad_repos_are_reported_and_the_build_goes_on(tmp_path, minirepo):
     assert all(s.repo_name == "minirepo" for s in read_jsonl(out / "samples.jsonl"))
 
 
+def test_the_coverage_run_is_one_of_the_baseline_runs(tmp_path):
+    inv = PytestInvocation(python="python", root=tmp_path)
+    data = tmp_path / "coverage.sqlite"
+    assert [i.coverage_data for i in baseline_invocations(inv, 3, data)] == [data, None, None]  # longest first
+    assert [i.coverage_data for i in baseline_invocations(inv, 1, data)] == [data, None]  # times need a plain run
+    assert baseline_invocations(inv, 3, None) == [inv] * 3
+
+
 def test_unknown_repo_filter_is_named(tmp_path, minirepo):
     manifest = parse_manifest(f'[[repo]]\nsource = "path:{minirepo}"\nname = "minirepo"\n', tmp_path)
     with pytest.raises(ValueError, match="nosuch"):
@@ -117,6 +127,7 @@ def test_build_real_pypi_src_layout(tmp_path, cache_dir):
     b = rep["baseline"]
     # isodate generates some parametrize ids differently per run: those are classed flaky, not lost.
     assert b["runs"] == 3 and b["passing"] >= 200 and b["passing"] + b["flaky"] + b["failing"] >= 270
+    assert (out / "repos" / "isodate" / "coverage.sqlite").is_file()  # one of the 3 ran under coverage.py
     samples = list(read_jsonl(out / "samples.jsonl"))
     # Verification keeps only discriminating samples: up to 6 of 18 candidates.
     assert 1 <= len(samples) <= 6 == rep["samples"] + (6 - len(samples))

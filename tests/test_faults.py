@@ -74,7 +74,7 @@ def test_a_repository_failing_at_each_phase_ships_nothing(tmp_path, monkeypatch)
         assert (rep["status"], rep["phase"]) == ("error", phase), rep
         assert rep["samples"] == 0 and list(read_jsonl(out / "repos" / name / "samples.jsonl")) == []
     assert "timed out" in by["slow"]["reason"] and "no coverage data" in by["covfail"]["reason"]
-    assert by["covfail"]["masked"] > 0  # candidates existed when the repository failed: none shipped
+    assert "coverage run failed" in by["covfail"]["reason"]  # the baseline's coverage run, named as such
     assert "injected verification failure" in by["verifyfail"]["reason"] and "Traceback" in by["verifyfail"]["traceback"]
     assert "traceback" not in by["basefail"]  # an expected error says it all
     shipped = list(read_jsonl(out / "samples.jsonl"))

@@ -39,6 +39,8 @@ def test_fail_fast_stops_at_the_first_failure_in_pytests_order(built_minirepo):
                 time_budget_s=30.0)
     v = judge(s, "if True:", CONF)
     assert not v.passed and len(v.failing_tests) == 1 and "first failing" in v.detail, v
+    # the detail says what failed: the test and the first line of its message (from pytest's junit report)
+    assert f"{v.failing_tests[0]}: ValueError: low must not exceed high" in v.detail, v.detail
     again = judge(replace(s, judged_tests=(INSIDE, EDGES)), "if True:", CONF)
     assert again.failing_tests == v.failing_tests, (again, v)
     v = judge(s, "if True:", replace(CONF, fail_fast=False))

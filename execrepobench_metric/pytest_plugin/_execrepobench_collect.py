@@ -13,6 +13,7 @@ import json
 import os
 from functools import lru_cache
 from sys import audit as _audit
+from sys import modules as _modules
 
 import pytest
 
@@ -113,7 +114,38 @@ def pytest_collectreport(report):
 
 def pytest_collection_finish(session):
     _audit("execrepobench.collected", session)
+    _lift_hypothesis_clock(session.items)
     _write("", [item.nodeid for item in session.items])
+
+
+def _lift_hypothesis_clock(items):
+    # Hypothesis' wall-clock checks (the per-example deadline, the too_slow health check) fail a test
+    # when the machine is loaded, whatever the code under test does: every run (baseline, verification,
+    # judging) lifts them, on each collected test's own settings (fixed when its module was imported,
+    # after any profile its conftest loaded) and on the default for what is made later.
+    hypothesis = _modules.get("hypothesis")
+    if hypothesis is None:
+        return
+    try:
+        settings, too_slow = hypothesis.settings, hypothesis.HealthCheck.too_slow
+
+        def lifted(own):
+            return settings(own, deadline=None, suppress_health_check=[*own.suppress_health_check, too_slow])
+
+        settings.register_profile("_execrepobench", lifted(settings.default))
+        settings.load_profile("_execrepobench")
+        done = set()
+        for item in items:
+            try:
+                test = getattr(getattr(item, "obj", None), "__func__", None) or getattr(item, "obj", None)
+                own = getattr(test, "_hypothesis_internal_use_settings", None)
+            except Exception:  # noqa: BLE001 - an item of another kind: not a hypothesis test
+                continue
+            if isinstance(own, settings) and id(test) not in done:
+                done.add(id(test))  # parametrized items share their function
+                test._hypothesis_internal_use_settings = lifted(own)
+    except Exception:  # noqa: BLE001 - another hypothesis: its checks stay as the suite set them
+        pass
 
 
 def pytest_runtest_logreport(report):
