@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 from typing import Sequence
 
 from execrepobench_dataset.record import Sample
-from execrepobench_metric.budget import time_budget
+from execrepobench_metric.budget import phase_budget, time_budget
 from execrepobench_metric.judge import JudgeConfig, Verdict, judge_run
 from execrepobench_metric.pytest_run import PytestRun
 
@@ -47,6 +47,18 @@ def estimate_s(run: PytestRun, tests: Sequence[str]) -> float:
     time minus every test's junit time) plus these tests' own times."""
     fixed = max(0.0, run.process.duration_s - sum(run.durations.values()))
     return fixed + sum(run.durations.get(t, 0.0) for t in tests)
+
+
+def with_budgets(sample: Sample, runs: Sequence[PytestRun], gt_runs_s: Sequence[float]) -> Sample:
+    """The sample with its budgets: the whole run's from its slowest ground-truth run time
+    (`gt_runs_s`, derived by `estimate_s`), a phase's from the runs' fixed parts and their slowest test,
+    any test of the run (in a shared run, another candidate's test may have paid for a module or session
+    fixture that this one's first test pays alone); kept when higher (a sample verified over several
+    groups of rounds)."""
+    fixed = max((max(0.0, r.process.duration_s - sum(r.durations.values())) for r in runs), default=0.0)
+    slowest = max((t for r in runs for t in r.durations.values()), default=0.0)
+    phase = max(phase_budget(fixed, slowest), sample.phase_budget_s) if runs else sample.phase_budget_s
+    return replace(sample, time_budget_s=time_budget(max(gt_runs_s)), phase_budget_s=phase)
 
 
 def _judge(sample: Sample, config: JudgeConfig, also: tuple[str, ...]) -> tuple[Verdict, PytestRun | None]:
@@ -81,7 +93,7 @@ def _placed(samples: Sequence[Sample], allowed: dict[str, tuple[str, ...]], run:
     recorded = []
     for s in samples:
         took = round(estimate_s(run, s.judged_tests), 3)
-        kept = replace(s, guard_allowed=allowed[s.sample_id], time_budget_s=time_budget(took))
+        kept = with_budgets(replace(s, guard_allowed=allowed[s.sample_id]), [run], (took,))
         recorded.append(GroundTruth(kept, True, "passed", (took,), costs=cost))
     out = _later(recorded, config, rounds)  # what was placed is enforced in a run of its own
     refused = [s for s, g in zip(samples, out) if not g.passed and g.detail.startswith("tampering")]
@@ -107,7 +119,9 @@ def _later(recorded: list[GroundTruth], config: JudgeConfig, rounds: int) -> lis
         rest = check_ground_truth([g.sample for g in first], config, _later_rounds(rounds, first[0].sample), allowed)
         for one, more in zip(first, rest):
             runs_s = one.runs_s + more.runs_s
-            sample = replace(more.sample, time_budget_s=time_budget(max(runs_s))) if more.passed else more.sample
+            sample = (replace(more.sample, time_budget_s=time_budget(max(runs_s)),
+                              phase_budget_s=max(one.sample.phase_budget_s, more.sample.phase_budget_s))
+                      if more.passed else more.sample)
             found[one.sample.sample_id] = replace(more, sample=sample, runs_s=runs_s, costs=one.costs + more.costs)
     return [found[g.sample.sample_id] for g in recorded]
 
@@ -139,7 +153,8 @@ def check_ground_truth(samples: Sequence[Sample], config: JudgeConfig, rounds: i
     config = replace(config, fail_fast=False, known_verdicts=False)  # every union test must report
     files = tuple(dict.fromkeys(s.file_name for s in samples))
     union = tuple(dict.fromkeys(t for s in samples for t in s.judged_tests))
-    carrier = replace(samples[0], judged_tests=union, guard_allowed=allowed or (), time_budget_s=0.0)
+    carrier = replace(samples[0], judged_tests=union, guard_allowed=allowed or (), time_budget_s=0.0,
+                      phase_budget_s=0.0)
     also = files[1:]
     runs: list[PytestRun] = []
     while len(runs) < rounds:
@@ -166,6 +181,6 @@ def check_ground_truth(samples: Sequence[Sample], config: JudgeConfig, rounds: i
     key = samples[0].sample_id + ("" if allowed is None else "+")  # a group of later rounds has its own key
     for s in samples:
         times = tuple(round(estimate_s(run, s.judged_tests), 3) for run in runs)
-        kept = replace(s, guard_allowed=carrier.guard_allowed, time_budget_s=time_budget(max(times)))
+        kept = with_budgets(replace(s, guard_allowed=carrier.guard_allowed), runs, times)
         out.append(GroundTruth(kept, True, "passed", times, costs=((key, shared),)))
     return out

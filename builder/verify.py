@@ -54,11 +54,12 @@ VERIFY_BATCH = 2  # samples per executor batch (each is 3 ground-truth runs and 
 GUARD_RECORDING = 3  # 2: lazy machinery bound before the integrity reference; 3: allowances placed from the shared
 # run by the masked file the guard names (allowances.py); what verification records for the in-process guard
 # (Sample.guard_allowed); part of build keys
-VERIFY_SCHEME = 6  # 3: null fill first (fail fast, budgets, pytest order), shared ground truth; 4: exact
+VERIFY_SCHEME = 7  # 3: null fill first (fail fast, budgets, pytest order), shared ground truth; 4: exact
 # exclusions with a selection, no example files collected as modules, duplicate node ids; 5: an enforcing
 # ground-truth round whenever the recording round saw something (whatever gt_runs), null fills unguarded,
 # ground-truth runs shared only by candidates with the same test files (by_test_files); 6: the coverage run is
-# one of the baseline runs, hypothesis' wall-clock checks lifted in every run; part of build keys
+# one of the baseline runs, hypothesis' wall-clock checks lifted in every run; 7: phase budgets recorded
+# (Sample.phase_budget_s); part of build keys
 
 
 @dataclass(frozen=True)

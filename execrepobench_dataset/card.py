@@ -43,6 +43,7 @@ FIELD_DOCS = {
     "test_command": "argv that runs the repository's tests in its environment",
     "judged_tests": "pytest node ids judging the sample (ground truth passes, a null fill fails); empty: whole suite",
     "time_budget_s": "seconds a judged run may take, from the ground truth's own runs at verification (0: not recorded)",
+    "phase_budget_s": "CPU seconds collection or any one judged test may take, from the same runs (0: not recorded)",
     "guard_allowed": "audit events the ground truth triggers from the masked file; the runtime guard allows only these",
     "excluded_tests": "tests never judged (failing or flaky in the baseline runs, or excluded by the manifest)",
 }

@@ -32,7 +32,8 @@ from .isolation import decide_isolation
 from .judge import JudgeConfig, Verdict, judge_safely
 from .layout import cache_root
 
-ENGINE_VERSION = "4"  # 3: the in-process guard (and the execution layer's isolation); 4: budgets, fail fast
+ENGINE_VERSION = "5"  # 3: the in-process guard (and the execution layer's isolation); 4: budgets, fail fast;
+# 5: phase budgets, hypothesis' wall-clock checks lifted, failure messages in the detail
 EXEC_ENV_VAR = "EXECREPOBENCH_ALLOW_EXEC"
 OPT_IN_MESSAGE = (
     "ExecRepoBench executes model-generated code against repository tests. Opt in explicitly with the "
@@ -69,7 +70,7 @@ def result_key(sample: Sample, completion: str, config: JudgeConfig) -> str:
     parts = [ENGINE_VERSION, sample.sample_id, sample.env_key, hashlib.sha256(completed.encode()).hexdigest(),
              config.selection, list(sample.judged_tests), list(sample.excluded_tests), list(sample.test_command),
              str(config.isolation), config.timeout_s, config.guard, list(sample.guard_allowed),
-             sample.time_budget_s, config.fail_fast]
+             sample.time_budget_s, sample.phase_budget_s, config.fail_fast]
     return hashlib.sha256(json.dumps(parts).encode()).hexdigest()
 
 

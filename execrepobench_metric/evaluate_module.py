@@ -50,7 +50,8 @@ Args:
     k: list of k for pass@k (default [1]); pass@k is reported for k <= n.
     num_workers: parallel sandboxed runs (default: number of cores).
     timeout: wall seconds per run; default None: each sample's time budget (CPU seconds measured from its
-        ground truth at build time, with a wall-clock backstop; 300 s for samples without a budget).
+        ground truth at build time, with a wall-clock backstop) and phase budget (CPU seconds for
+        collection or any one test); 300 s for samples without a budget.
     test_selection: "judged" (the sample's judged tests) or "suite" (the whole non-excluded suite).
     dataset: where to look up sample ids and repository records (builder folder, published folder, Hub id).
     prepare: make missing environments first from `dataset`'s repository records (default:

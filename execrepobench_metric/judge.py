@@ -21,13 +21,13 @@ import os
 import time
 import traceback
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 
 from execrepobench_dataset.record import Sample
 
-from .budget import out_of_budget, run_limits
+from .budget import PHASE_MARK, out_of_budget, phase_env, run_limits
 from .environments import find_environment
 from .guard import GUARD_MODES, GuardSetup
 from .guard_verdict import guarded_run
@@ -152,6 +152,8 @@ def judge_run(sample: Sample, completion: str, config: JudgeConfig, evidence: Pa
         sample.test_command, python=python, root=root, select=select,
         deselect=() if select else sample.excluded_tests, timeout_s=wall_s,
         max_fail=1 if config.fail_fast else 0)
+    # each phase's own CPU budget (collection, one test): measured on the judged tests' run only
+    inv = replace(inv, env={**inv.env, **phase_env(sample.phase_budget_s if select else 0.0, config.timeout_s)})
     readonly = tuple(p for p in protected_paths(root, inv.test_paths) + collected_files(select)
                      if p != sample.file_name)
     guard = None if config.guard == "off" else GuardSetup(config.guard, sample.file_name, sample.guard_allowed,
@@ -174,6 +176,9 @@ def judge_run(sample: Sample, completion: str, config: JudgeConfig, evidence: Pa
         return mk(False, "crashed", stderr_tail=tail,
                   detail=f"pytest did not finish its session (exit code {run.exit_code})")
     broken = tuple(name for name, status in run.unmatched.items() if status in (FAILED, ERROR))
+    spent = next((t for t, said in run.messages.items() if PHASE_MARK in said), None)
+    if spent is not None:  # collection or a test used up the phase budget (our plugin stopped it)
+        return mk(False, "timeout", failing_tests=(spent,), stderr_tail=tail, detail=f"{spent}: {run.messages[spent]}")
     if broken:  # a test module that no longer imports: its tests were never collected
         return mk(False, "failed", failing_tests=broken, stderr_tail=tail,
                   detail="collection errors" + _said(run.messages, broken))

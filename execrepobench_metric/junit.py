@@ -96,6 +96,9 @@ def parse_junit_messages(path: Path, cap: int = 300) -> dict[tuple[str, str], st
         for child in case:
             if child.tag in ("failure", "error"):
                 text = (child.get("message") or child.text or "").strip()
+                if text == "collection failure":  # the error itself is the last "E " line of the report
+                    said = [ln[1:].strip() for ln in (child.text or "").splitlines() if ln.startswith("E ")]
+                    text = said[-1] if said else text
                 first = text.splitlines()[0] if text else ""
                 out.setdefault((case.get("classname", ""), case.get("name", "")), first[:cap])
     return out

@@ -4,12 +4,15 @@ import ast
 from dataclasses import replace
 
 from execrepobench.builder.baseline import Baseline
-from execrepobench.builder.ground_truth import estimate_s
+from execrepobench.builder.ground_truth import estimate_s, with_budgets
 from execrepobench.builder.selection import covering_first
 from execrepobench.builder.workload import HANG_EXPR, KINDS, never_terminating, reformatted, workload
-from execrepobench_dataset.record import Sample
-from execrepobench_metric.budget import (BUDGET_FACTOR, BUDGET_FLOOR_S, DEFAULT_TIMEOUT_S, WALL_FLOOR_S,
-                                         out_of_budget, run_limits, time_budget)
+import pytest
+
+from execrepobench_dataset.record import RecordError, Sample
+from execrepobench_metric.budget import (BUDGET_FACTOR, BUDGET_FLOOR_S, DEFAULT_TIMEOUT_S, PHASE_ENV, PHASE_FACTOR,
+                                         PHASE_FLOOR_S, WALL_FLOOR_S, out_of_budget, phase_budget, phase_env,
+                                         run_limits, time_budget)
 from execrepobench_metric.limits import CPU_GRACE_S, Limits
 from execrepobench_metric.process import ProcessResult
 from execrepobench_metric.pytest_run import PytestRun
@@ -77,6 +80,24 @@ def test_never_terminating_compiles_and_loops():
     assert never_terminating(stmt).startswith(HANG_EXPR + "\n    return a")  # the hang, then the original
     kinds = [k for k, _ in workload(s)]
     assert kinds[0] == "ground_truth" and set(kinds) <= set(KINDS) and "never_terminates" in kinds
+
+
+def test_phase_budget_from_the_fixed_part_and_the_slowest_judged_test():
+    assert phase_budget(0.2, 0.01) == PHASE_FLOOR_S
+    assert phase_budget(3.0, 0.5) == PHASE_FACTOR * 3.0  # collection is the longest phase
+    assert phase_budget(1.0, 4.0) == PHASE_FACTOR * 4.0  # one slow judged test
+    assert phase_env(6.0, None) == {PHASE_ENV: "6"} and phase_env(6.0, 30.0) == {} and phase_env(0.0, None) == {}
+    run = _run(5.0, {"t1": 0.5, "t2": 2.0, "t3": 0.5})  # fixed part 2 s
+    s = with_budgets(replace(_sample("x = ", "1", "\n"), judged_tests=("t1",)), [run], (2.5,))
+    # the slowest test of the run, judged or not: it may have paid for a fixture that t1 pays on its own
+    assert (s.time_budget_s, s.phase_budget_s) == (time_budget(2.5), phase_budget(2.0, 2.0))
+    quick = _run(2.2, {"t1": 0.1, "t3": 0.1})
+    assert with_budgets(replace(s, phase_budget_s=0.0), [quick], (2.1,)).phase_budget_s == phase_budget(2.0, 0.1)
+    assert with_budgets(s, [quick], (2.1,)).phase_budget_s == s.phase_budget_s  # an earlier, higher one is kept
+    back = Sample.from_dict({**s.to_dict(), "phase_budget_s": 12})  # an integer in JSON is read as a float
+    assert back.phase_budget_s == 12.0
+    with pytest.raises(RecordError, match="phase_budget_s"):
+        replace(s, phase_budget_s=-1.0)
 
 
 def test_a_sample_without_budget_keeps_the_old_timeout():

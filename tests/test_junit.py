@@ -1,7 +1,7 @@
 import pytest
 
 from execrepobench_metric.junit import (ERROR, FAILED, PASSED, SKIPPED, JunitError, junit_key,
-                                        parse_junit_text, results_by_nodeid)
+                                        parse_junit_messages, parse_junit_text, results_by_nodeid)
 
 REPORT = """<?xml version="1.0" encoding="utf-8"?>
 <testsuites><testsuite name="pytest" errors="1" failures="1" skipped="1" tests="5">
@@ -40,3 +40,16 @@ def test_results_by_nodeid_marks_unreported_tests_none():
 def test_bad_reports_raise(text):
     with pytest.raises(JunitError):
         parse_junit_text(text)
+
+
+def test_messages_of_failures_errors_and_collection_failures(tmp_path):
+    report = tmp_path / "junit.xml"
+    report.write_text(REPORT.replace("</testsuite>", '<testcase classname="" name="tests.test_b">'
+                                     '<error message="collection failure">tests/test_b.py:1: in &lt;module&gt;\n'
+                                     '    import x\nE   ValueError: first\nE   RuntimeError: last line\n'
+                                     '</error></testcase></testsuite>'))
+    said = parse_junit_messages(report, cap=6)
+    assert said[("tests.test_a.TestK", "test_fail[1-x]")] == "boom"
+    assert said[("tests.test_a", "test_teardown")] == "teardo"  # capped
+    assert said[("", "tests.test_b")] == "Runtim"  # a collection error's own last line, not "collection failure"
+    assert ("tests.test_a", "test_ok") not in said and parse_junit_messages(tmp_path / "none.xml") == {}

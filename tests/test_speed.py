@@ -32,6 +32,26 @@ def test_a_completion_that_never_ends_stops_at_its_cpu_budget(clamp):
     assert slow_but_right.passed, slow_but_right
 
 
+def test_a_loop_stops_at_the_phase_budget_of_its_test_or_of_collection(clamp, built_minirepo):
+    # the whole run may take 60 CPU seconds, collection or one test 2: the loop stops in the first phase
+    budgeted = replace(clamp, time_budget_s=60.0, phase_budget_s=2.0)
+    v = judge(budgeted, "while True: pass", CONF)
+    assert (v.passed, v.reason) == (False, "timeout") and "phase budget of 2 CPU seconds" in v.detail, v
+    assert v.failing_tests[0] in (INSIDE, EDGES) and v.duration_s < 55, v  # not the run's 60 s budget
+    caught = "try:\n        while True: pass\n    except Exception:\n        return value"
+    v = judge(budgeted, caught, CONF)  # not swallowed by `except Exception`
+    assert (v.passed, v.reason) == (False, "timeout") and "phase budget" in v.detail, v
+    fine = judge(budgeted, "sum(range(10 ** 6)); return value", replace(CONF, known_verdicts=False))
+    assert fine.passed, fine
+    at_import = replace(make_sample(built_minirepo, "minirepo/mathx.py", "import math", judged=(INSIDE, EDGES)),
+                        time_budget_s=60.0, phase_budget_s=2.0)
+    v = judge(at_import, "import math\nwhile True: pass", CONF)  # loops while the tests are collected
+    assert (v.passed, v.reason) == (False, "timeout") and "phase budget" in v.detail, v
+    assert judge(at_import, "import math", replace(CONF, known_verdicts=False)).passed
+    untimed = judge(budgeted, "while True: pass", replace(CONF, timeout_s=3))  # an explicit timeout replaces it
+    assert untimed.reason == "timeout" and "phase budget" not in untimed.detail, untimed
+
+
 def test_fail_fast_stops_at_the_first_failure_in_pytests_order(built_minirepo):
     # `if True:` always raises ValueError: both clamp tests fail.  The judged tests' order in the record
     # does not reorder the run (order-dependent suites fail otherwise): the same test stops it either way.
@@ -71,6 +91,7 @@ def test_ground_truth_runs_are_shared_and_a_failing_union_split(built_minirepo):
     assert [g.passed for g in out] == [True, True, True] and all(len(g.runs_s) == 2 for g in out)
     assert len({g.costs for g in out}) == 1 and len(out[0].costs[0][1]) == 2  # 2 runs for 3 samples, 2 files
     assert all(g.sample.time_budget_s >= 8.0 and g.sample.guard_allowed == () for g in out)
+    assert all(g.sample.phase_budget_s >= 5.0 for g in out)  # each phase's, from the same runs
     out = check_ground_truth([a, bad, c], conf, rounds=2)
     assert [g.reason for g in out] == ["passed", "gt_failed", "passed"], out
 

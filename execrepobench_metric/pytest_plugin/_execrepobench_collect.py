@@ -8,16 +8,60 @@ Under the guard (`python -m _execrepobench_guard`), each hook below also hands i
 guard's audit hook with `sys.audit("execrepobench.*", ...)`; the guard checks that the call comes
 from this very code, called by pluggy, with no frame of the masked file on the stack, and streams
 the fact to the judge as it happens.  Without the guard nobody listens and the calls cost nothing.
+
+With EXECREPOBENCH_PHASE_CPU_S set (a judged run of a sample with a phase budget), collection and then
+each test may use that many CPU seconds of this process (ITIMER_PROF); at the limit the phase raises
+PhaseBudgetExceeded.  Every run lifts hypothesis' wall-clock checks (`_lift_hypothesis_clock`).
 """
 import json
 import os
 from functools import lru_cache
 from sys import audit as _audit
 from sys import modules as _modules
+from signal import ITIMER_PROF as _ITIMER_PROF, SIGPROF as _SIGPROF, setitimer as _setitimer
+from signal import signal as _signal
 
 import pytest
 
 _OUTCOMES = {}
+
+
+class PhaseBudgetExceeded(BaseException):
+    """Collection, or one test, used up the sample's phase budget (CPU seconds of this process): a
+    BaseException, so the code under test does not swallow it with `except Exception`."""
+
+
+def _phase_budget():
+    try:
+        return max(0.0, float(os.environ.get("EXECREPOBENCH_PHASE_CPU_S", "0") or 0))
+    except ValueError:
+        return 0.0
+
+
+_PHASE_S = _phase_budget()
+
+
+def _over_budget(signum, frame):
+    raise PhaseBudgetExceeded(f"used up the phase budget of {_PHASE_S:g} CPU seconds (the sample's phase_budget_s)")
+
+
+def _arm(seconds):
+    if _PHASE_S > 0:
+        _setitimer(_ITIMER_PROF, seconds)
+
+
+if _PHASE_S > 0:  # from here to the end of collection, then each test: one phase each
+    _signal(_SIGPROF, _over_budget)
+    _arm(_PHASE_S)
+
+
+@pytest.hookimpl(hookwrapper=True, tryfirst=True)
+def pytest_runtest_protocol(item, nextitem):
+    _arm(_PHASE_S)
+    try:
+        yield
+    finally:
+        _arm(0)
 
 
 def _write(suffix, data):
@@ -113,6 +157,7 @@ def pytest_collectreport(report):
 
 
 def pytest_collection_finish(session):
+    _arm(0)  # collection is over
     _audit("execrepobench.collected", session)
     _lift_hypothesis_clock(session.items)
     _write("", [item.nodeid for item in session.items])
