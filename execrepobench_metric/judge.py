@@ -168,6 +168,10 @@ def judge_run(sample: Sample, completion: str, config: JudgeConfig, evidence: Pa
     tail = run.process.stderr_tail[-config.stderr_cap:]
     if run.guard is not None:
         guard_events = run.guard.events if config.guard == "record" else run.guard.tampering
+    ended_early = (decided is not None and decided[0] == "crashed") or (decided is None and not run.finished)
+    if ended_early and PHASE_MARK in run.process.stderr_tail:  # the phase budget ran out in a conftest's import
+        return mk(False, "timeout", stderr_tail=tail, detail=f"pytest did not finish its session: "
+                  f"{PHASE_MARK} (the sample's phase budget, {sample.phase_budget_s:g} CPU seconds)")
     if decided is not None:
         return mk(False, decided[0], stderr_tail=tail, detail=decided[1])
     if run.process.timed_out:

@@ -1,6 +1,8 @@
 """Hypothesis' wall-clock checks are lifted in every run (baseline, verification, judging): a property
 test whose examples outlast its deadline passes under our runs - on a loaded machine any test can - while
-a plain pytest run of the same tree fails it, and a wrong completion still fails."""
+a plain pytest run of the same tree fails it, and a wrong completion still fails.  The same small
+repository has a conftest that imports the package: a completion that loops at import there stops at
+the sample's phase budget before pytest collects anything, and the verdict says so."""
 from __future__ import annotations
 
 import subprocess
@@ -44,8 +46,9 @@ def hyprepo(tmp_path_factory):
                                          '[project.optional-dependencies]\ntest = ["hypothesis"]\n\n[build-system]\n'
                                          'requires = ["setuptools"]\nbuild-backend = "setuptools.build_meta"\n')
     (repo / "hyprepo" / "__init__.py").write_text("")
-    (repo / "hyprepo" / "core.py").write_text("def double(x):\n    return x * 2\n")
+    (repo / "hyprepo" / "core.py").write_text("SCALE = 2\n\n\ndef double(x):\n    return x * SCALE\n")
     (repo / "tests" / "test_props.py").write_text(TESTS)
+    (repo / "conftest.py").write_text("import hyprepo.core  # noqa: F401 - loaded before any collection\n")
     return prepared_local_repo(base, repo)
 
 
@@ -56,7 +59,7 @@ def test_hypothesis_deadlines_do_not_decide_verdicts(hyprepo, monkeypatch):
                            cwd=hyprepo["root"], capture_output=True, text=True, timeout=300)
     assert plain.returncode == 1 and "DeadlineExceeded" in plain.stdout, plain.stdout[-2000:]  # the checks bite
     monkeypatch.setenv("EXECREPOBENCH_CACHE", hyprepo["cache"])
-    sample = make_sample(hyprepo, "hyprepo/core.py", "return x * 2", judged=JUDGED)  # baseline: both passed
+    sample = make_sample(hyprepo, "hyprepo/core.py", "return x * SCALE", judged=JUDGED)  # baseline: both passed
     conf = JudgeConfig(timeout_s=300, known_verdicts=False, fail_fast=False)
     gold = judge(sample, sample.middle_code, conf)
     assert (gold.passed, gold.reason) == (True, "passed"), gold
@@ -65,3 +68,14 @@ def test_hypothesis_deadlines_do_not_decide_verdicts(hyprepo, monkeypatch):
     wrong = judge(sample, "return x * 3", conf)
     assert (wrong.passed, wrong.reason) == (False, "failed") and set(wrong.failing_tests) == set(JUDGED), wrong
     assert "AssertionError" in wrong.detail or "assert" in wrong.detail, wrong.detail  # the message says why
+
+
+@pytest.mark.sandbox
+@pytest.mark.slow
+def test_a_loop_in_code_the_conftest_imports_stops_at_the_phase_budget(hyprepo, monkeypatch):
+    monkeypatch.setenv("EXECREPOBENCH_CACHE", hyprepo["cache"])
+    sample = replace(make_sample(hyprepo, "hyprepo/core.py", "SCALE = 2", judged=JUDGED),
+                     time_budget_s=60.0, phase_budget_s=2.0)
+    v = judge(sample, "SCALE = 2\nwhile True: pass", JudgeConfig())
+    assert (v.passed, v.reason) == (False, "timeout") and "phase budget, 2 CPU seconds" in v.detail, v
+    assert v.duration_s < 55, v  # not the run's budget of 60 CPU seconds
