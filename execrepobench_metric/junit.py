@@ -65,15 +65,19 @@ def parse_junit_file(path: Path) -> dict[tuple[str, str], str]:
     return parse_junit_text(text)
 
 
+def _cases_or_none(path: Path) -> list:
+    """The <testcase> elements of a report, none when it cannot be read (for the informative parsers)."""
+    try:
+        return list(ET.fromstring(Path(path).read_text(encoding="utf-8", errors="replace")).iter("testcase"))
+    except (OSError, ET.ParseError):
+        return []
+
+
 def parse_junit_durations(path: Path) -> dict[tuple[str, str], float]:
     """{(classname, name): seconds} from a junit report (a test's entries summed); {} when unreadable.
     Only for time estimates: outcomes come from `parse_junit_file`."""
-    try:
-        root = ET.fromstring(Path(path).read_text(encoding="utf-8", errors="replace"))
-    except (OSError, ET.ParseError):
-        return {}
     out: dict[tuple[str, str], float] = {}
-    for case in root.iter("testcase"):
+    for case in _cases_or_none(path):
         key = (case.get("classname", ""), case.get("name", ""))
         try:
             seconds = max(0.0, float(case.get("time", "0") or 0))
@@ -87,12 +91,8 @@ def parse_junit_messages(path: Path, cap: int = 300) -> dict[tuple[str, str], st
     """{(classname, name): the first line of its failure's or error's message, capped} for the tests that
     failed or errored; {} when unreadable.  For people reading a verdict: outcomes come from
     `parse_junit_file`."""
-    try:
-        root = ET.fromstring(Path(path).read_text(encoding="utf-8", errors="replace"))
-    except (OSError, ET.ParseError):
-        return {}
     out: dict[tuple[str, str], str] = {}
-    for case in root.iter("testcase"):
+    for case in _cases_or_none(path):
         for child in case:
             if child.tag in ("failure", "error"):
                 text = (child.get("message") or child.text or "").strip()
