@@ -146,7 +146,7 @@ def run_baseline(repo: str, env: Environment, root: Path, spec: RepoSpec, module
         if one.coverage_data is not None:
             continue  # coverage.py slows a run: its times would inflate every estimate
         durations.append(result.process.duration_s)
-        fixed.append(max(0.0, result.process.duration_s - sum(result.durations.values())))
+        fixed.append(result.fixed_s)
         for nodeid, s in result.durations.items():
             seconds[nodeid] = max(s, seconds.get(nodeid, 0.0))
     timings["baseline_runs_s"] = time.monotonic() - t0 - timings["import_check_s"]

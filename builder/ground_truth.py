@@ -45,8 +45,7 @@ class GroundTruth:
 def estimate_s(run: PytestRun, tests: Sequence[str]) -> float:
     """Seconds a run of only `tests` takes, from a run of a superset: the run's fixed part (its wall
     time minus every test's junit time) plus these tests' own times."""
-    fixed = max(0.0, run.process.duration_s - sum(run.durations.values()))
-    return fixed + sum(run.durations.get(t, 0.0) for t in tests)
+    return run.fixed_s + sum(run.durations.get(t, 0.0) for t in tests)
 
 
 def with_budgets(sample: Sample, runs: Sequence[PytestRun], gt_runs_s: Sequence[float]) -> Sample:
@@ -55,7 +54,7 @@ def with_budgets(sample: Sample, runs: Sequence[PytestRun], gt_runs_s: Sequence[
     any test of the run (in a shared run, another candidate's test may have paid for a module or session
     fixture that this one's first test pays alone); kept when higher (a sample verified over several
     groups of rounds)."""
-    fixed = max((max(0.0, r.process.duration_s - sum(r.durations.values())) for r in runs), default=0.0)
+    fixed = max((r.fixed_s for r in runs), default=0.0)
     slowest = max((t for r in runs for t in r.durations.values()), default=0.0)
     phase = max(phase_budget(fixed, slowest), sample.phase_budget_s) if runs else sample.phase_budget_s
     return replace(sample, time_budget_s=time_budget(max(gt_runs_s)), phase_budget_s=phase)
@@ -119,9 +118,8 @@ def _later(recorded: list[GroundTruth], config: JudgeConfig, rounds: int) -> lis
         rest = check_ground_truth([g.sample for g in first], config, _later_rounds(rounds, first[0].sample), allowed)
         for one, more in zip(first, rest):
             runs_s = one.runs_s + more.runs_s
-            sample = (replace(more.sample, time_budget_s=time_budget(max(runs_s)),
-                              phase_budget_s=max(one.sample.phase_budget_s, more.sample.phase_budget_s))
-                      if more.passed else more.sample)
+            # more.sample's phase budget already includes the recording round's (with_budgets keeps the higher)
+            sample = replace(more.sample, time_budget_s=time_budget(max(runs_s))) if more.passed else more.sample
             found[one.sample.sample_id] = replace(more, sample=sample, runs_s=runs_s, costs=one.costs + more.costs)
     return [found[g.sample.sample_id] for g in recorded]
 

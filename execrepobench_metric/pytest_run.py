@@ -112,6 +112,11 @@ class PytestRun:
     def exit_code(self) -> int | None:
         return self.process.returncode
 
+    @property
+    def fixed_s(self) -> float:
+        """The run's wall seconds outside its tests' junit times: sandbox, interpreter, pytest, collection, report."""
+        return max(0.0, self.process.duration_s - sum(self.durations.values()))
+
 
 def clean_env(inv: PytestInvocation, *, home: Path) -> dict[str, str]:
     """A small, fixed environment: none of the caller's variables leak into the repo's tests.
