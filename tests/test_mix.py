@@ -124,23 +124,37 @@ def test_whole_suite_candidates_are_a_reserve_verified_only_when_a_level_is_shor
     assert sum(s.fill_type == FILL_BLOCK for s in res.kept) == 3 and res.report["short_levels"] == {}
 
 
-def test_candidates_whose_tests_run_the_masked_code_come_first_within_a_level():
+def test_candidates_whose_tests_run_the_masked_code_come_first_and_importers_ones_after_masking_more():
     rule = lambda lvl, i, r: replace(cand(lvl, i), selection_rule=r)  # noqa: E731
     cands = [rule(lvl, i, "importers") for lvl in LEVELS for i in range(0, 10)] + \
-        [rule(lvl, i, "coverage") for lvl in LEVELS for i in range(10, 14)]
+        [rule(lvl, i, "coverage") for lvl in LEVELS for i in range(10, 14)] + \
+        [rule(lvl, i, "suite") for lvl in LEVELS for i in range(30, 34)]
     verify = Verifier(dict.fromkeys(LEVELS, 2))  # half verify
+    asked = []
     res = verify_to_quotas(cands, {"random": 1, "expression": 3, "statement": 2, "block": 3}, verify,
-                           more=lambda needs, r: [])
+                           more=lambda needs, r: asked.append((r, dict(needs))) or [])
+    kind = lambda s: "coverage" if 10 <= int(s[3:]) < 14 else "importers" if int(s[3:]) < 10 else "suite"  # noqa: E731
     for lvl in LEVELS:
-        seen = [s for s in verify.seen if s.startswith(lvl[:3])]
-        covered = [n for n, s in enumerate(seen) if int(s[3:]) >= 10]
-        importers = [n for n, s in enumerate(seen) if int(s[3:]) < 10]
-        assert not importers or len(covered) == 4 and max(covered) < min(importers), (lvl, seen)
+        seen = [kind(s) for s in verify.seen if s.startswith(lvl[:3])]
+        assert seen == sorted(seen, key=["coverage", "importers", "suite"].index), (lvl, seen)
+        assert "suite" not in seen  # the importers tier was enough
     # random (quota 1) and statement (quota 2) are met by their covered candidates alone
-    assert all(int(s[3:]) >= 10 for s in verify.seen if s[:3] in ("ran", "sta"))
-    # expression and block need a third: their importers candidates are verified after the covered ones
-    assert any(int(s[3:]) < 10 for s in verify.seen if s.startswith("blo"))
+    assert all(kind(s) == "coverage" for s in verify.seen if s[:3] in ("ran", "sta"))
+    # expression and block need a third: masking more is asked for first (twice), then the importers tier
+    assert asked == [(1, {"expression": 1, "block": 1}), (2, {"expression": 1, "block": 1})]
+    assert any(kind(s) == "importers" for s in verify.seen if s.startswith("blo"))
     assert len(res.kept) == 9 and res.report["short_levels"] == {}
+
+
+def test_extra_candidates_whose_tests_run_the_masked_code_come_before_the_importers_tier():
+    rule = lambda lvl, i, r: replace(cand(lvl, i), selection_rule=r)  # noqa: E731
+    cands = [rule("block", i, "importers") for i in range(0, 10)] + [rule("block", i, "coverage") for i in range(10, 12)]
+    extra = [rule("block", i, "coverage") for i in range(20, 30)]
+    verify = Verifier(dict.fromkeys(LEVELS, 1))
+    res = verify_to_quotas(cands, {"random": 0, "expression": 0, "statement": 0, "block": 4}, verify,
+                           more=lambda needs, r: extra if r == 1 else [])
+    assert len(res.kept) == 4 and all(int(s[3:]) >= 10 for s in verify.seen)  # no importers candidate verified
+    assert res.report["extra_rounds"] == 1 and res.report["extra_candidates"] == 10
 
 
 def test_too_few_candidates_keep_what_verifies():
