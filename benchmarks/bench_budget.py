@@ -6,14 +6,18 @@ For every verified sample (round-robin over repositories): the ground truth refo
 other bytes, so it really runs) judged with the sample's budget (`time_budget_s`, CPU seconds, plus the
 wall-clock backstop), one run at a time while `--load` processes spin on the CPU (on a 2-core machine,
 load 4 gives each run about a third of a core).  Prints how many runs were stopped by the budget
-(target: none), and per run the CPU seconds it used against its budget, the largest ratio first.
+(target: none), and per run the CPU seconds it used against its budget, the largest ratio first: the
+pytest process's own and its waited-for children's, as our collection plugin records them at the end of
+the session (a run stopped before that shows none).
 """
 from __future__ import annotations
 
 import argparse
+import json
+import math
 import multiprocessing
-import resource
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -31,9 +35,13 @@ def _spin() -> None:
         pass
 
 
-def children_cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
+def run_cpu(evidence: Path) -> float:
+    """CPU seconds the judged run recorded (the collection plugin's `.done` record), NaN when it has none.
+    (RUSAGE_CHILDREN here would not see them: the sandbox's processes are not this process's to wait for.)"""
+    try:
+        return float(json.loads((evidence / "collected.json.done").read_text(encoding="utf-8"))["cpu_s"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return math.nan
 
 
 def main() -> int:
@@ -56,9 +64,10 @@ def main() -> int:
             completion = reformatted(s)
             if completion is None:
                 continue
-            cpu0, t0 = children_cpu(), time.monotonic()
-            v = judge(s, completion, conf)
-            cpu, wall = children_cpu() - cpu0, time.monotonic() - t0
+            with tempfile.TemporaryDirectory(prefix="erb-budget-") as ev:
+                t0 = time.monotonic()
+                v = judge(s, completion, conf, evidence=Path(ev))
+                cpu, wall = run_cpu(Path(ev)), time.monotonic() - t0
             backstop = run_limits(s.time_budget_s, None, conf.limits)[0]
             rows.append((cpu / s.time_budget_s, wall / backstop, s, v, cpu, wall))
     finally:
@@ -70,7 +79,7 @@ def main() -> int:
           f"(machine: {multiprocessing.cpu_count()} cores)")
     print(f"stopped by the budget: {len(over)}; not passed for any reason: {len(failed)}")
     print(f"{'repo':18}{'cpu s':>8}{'budget':>8}{'cpu/budget':>12}{'wall s':>8}{'wall/backstop':>15}  verdict")
-    for ratio, wratio, s, v, cpu, wall in sorted(rows, key=lambda r: -r[0])[:15]:
+    for ratio, wratio, s, v, cpu, wall in sorted(rows, key=lambda r: -r[0] if not math.isnan(r[0]) else math.inf)[:15]:
         print(f"{s.repo_name:18}{cpu:8.2f}{s.time_budget_s:8.1f}{ratio:12.2f}{wall:8.1f}{wratio:15.2f}  {v.reason}")
     return 0
 

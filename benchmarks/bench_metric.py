@@ -6,6 +6,7 @@ correct when pytest exits 0.  Ours: `judge()` as the metric runs it (sandbox, th
 tests in their recorded order, stop at the first failure, the sample's time budget, known verdicts).
 
     .venv/bin/python benchmarks/bench_metric.py --samples out/full/samples.jsonl [--per-repo 2] [--repos 9]
+    .venv/bin/python benchmarks/bench_metric.py --samples ... --repo tinydb --repo toolz  # another pick
     .venv/bin/python benchmarks/bench_metric.py --samples ... --selection suite    # agreement of our selection
     .venv/bin/python benchmarks/bench_metric.py --samples ... --suite-too  # both in one run (suite not timed)
 
@@ -86,11 +87,15 @@ def explain(sample, kind: str, ours: Verdict, theirs: Official, original: Offici
     return f"ours {ours.reason}: {ours.detail or ', '.join(ours.failing_tests[:3])}"
 
 
-def pick(path: Path, per_repo: int, repos: int) -> list:
+def pick(path: Path, per_repo: int, repos: int, names: list[str] | None = None) -> list:
+    """`per_repo` samples of each of the named repositories, or of the first `repos` by name."""
     by_repo: dict[str, list] = defaultdict(list)
     for s in verified_samples(path, 100_000):
         by_repo[s.repo_name].append(s)
-    chosen = sorted(by_repo)[:repos]
+    missing = sorted(set(names or ()) - set(by_repo))
+    if missing:
+        raise SystemExit(f"--repo: no verified samples of {', '.join(missing)} in {path}")
+    chosen = list(dict.fromkeys(names)) if names else sorted(by_repo)[:repos]
     return [s for r in chosen for s in by_repo[r][:per_repo]]
 
 
@@ -99,6 +104,8 @@ def main() -> int:
     ap.add_argument("--samples", type=Path, required=True)
     ap.add_argument("--per-repo", type=int, default=2, help="samples per repository")
     ap.add_argument("--repos", type=int, default=9, help="repositories (the first by name that have samples)")
+    ap.add_argument("--repo", action="append", default=None, metavar="NAME",
+                    help="these repositories instead (repeatable; --repos is then ignored)")
     ap.add_argument("--selection", choices=("judged", "suite"), default="judged")
     ap.add_argument("--timeout", type=float, default=None, help="our timeout (default: each sample's time budget)")
     ap.add_argument("--suite-too", action="store_true",
@@ -106,7 +113,7 @@ def main() -> int:
                          "figure of our test selection, in the same run")
     ap.add_argument("--json", type=Path, default=None, help="also write every row here")
     args = ap.parse_args()
-    samples = pick(args.samples, args.per_repo, args.repos)
+    samples = pick(args.samples, args.per_repo, args.repos, args.repo)
     if not samples:
         print("no verified samples in", args.samples, file=sys.stderr)
         return 2

@@ -170,6 +170,8 @@ def test_keep_artifacts_records_every_run(faulty, tmp_path):
         verdict = json.loads((folder / "verdict.json").read_text())
         assert verdict["env_key"] == gold.env_key and verdict["completion_index"] == int(folder.name)
         assert verdict["passed"] == row["passed"]
+        done = json.loads((folder / "collected.json.done").read_text())
+        assert isinstance(done["cpu_s"], float) and 0 < done["cpu_s"] < 60  # the run's own CPU (benchmarks)
     assert (tmp_path / rows[1]["artifacts"] / "completion.txt").read_text() == "return low"
 
 

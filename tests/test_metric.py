@@ -109,10 +109,13 @@ def test_real_pypi_repo_judges_the_completed_file(tmp_path, cache_dir):
     text_init = (root / "src/isodate/__init__.py").read_text()
     line = next(ln for ln in text_init.splitlines() if ln.startswith("from isodate."))
     start = text_init.index(line)
+    context = [(c, score) for c, score in zip(init.context_paths, init.context_scores)
+               if c != "src/isodate/__init__.py"]  # a sample's context never names its own file
     masked = dataclasses.replace(
         init, sample_id="isodate-init", file_name="src/isodate/__init__.py", prefix_code=text_init[:start],
         middle_code=line, suffix_code=text_init[start + len(line):], middle_start_byte=len(text_init[:start].encode()),
-        middle_end_byte=len(text_init[:start].encode()) + len(line.encode()), judged_tests=())
+        middle_end_byte=len(text_init[:start].encode()) + len(line.encode()), judged_tests=(),
+        context_paths=tuple(c for c, _ in context), context_scores=tuple(s for _, s in context))
     conf = JudgeConfig(timeout_s=120)
     assert judge(masked, line, conf).passed
     broken = judge(masked, "raise RuntimeError('broken fill')", conf)

@@ -209,7 +209,9 @@ def pytest_runtest_logreport(report):
 
 def pytest_sessionfinish(session, exitstatus):
     _audit("execrepobench.finish", exitstatus)
-    _write(".done", {"exitstatus": int(exitstatus), "outcomes": _OUTCOMES})
+    times = os.times()  # CPU seconds of this process and of the children it waited for (benchmarks read them)
+    cpu = times.user + times.system + times.children_user + times.children_system
+    _write(".done", {"exitstatus": int(exitstatus), "outcomes": _OUTCOMES, "cpu_s": round(cpu, 3)})
 
 
 def _coverage():
