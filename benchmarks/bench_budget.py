@@ -16,6 +16,7 @@ import argparse
 import json
 import math
 import multiprocessing
+import os
 import sys
 import tempfile
 import time
@@ -31,6 +32,10 @@ from _common import verified_samples  # noqa: E402
 
 
 def _spin() -> None:
+    # A session of its own: with the kernel's autogroup scheduling (sched_autogroup_enabled) CPU time is
+    # shared between sessions first, and the sandbox starts each run in a new session, so spinners left in
+    # this one would share a single group's share and hardly load the run at all.
+    os.setsid()
     while True:
         pass
 
