@@ -1,7 +1,10 @@
 """Helpers shared by the benchmark scripts."""
 from __future__ import annotations
 
+import multiprocessing
+import os
 from collections import defaultdict
+from contextlib import contextmanager
 from pathlib import Path
 
 from execrepobench_dataset.record import Sample, read_jsonl
@@ -19,3 +22,25 @@ def verified_samples(path: Path, limit: int) -> list[Sample]:
             if by_repo[repo] and len(picked) < limit:
                 picked.append(by_repo[repo].pop(0))
     return picked
+
+
+def _spin() -> None:
+    # A session of its own: with the kernel's autogroup scheduling (sched_autogroup_enabled) CPU time is
+    # shared between sessions first, and the sandbox starts each run in a new session, so spinners left in
+    # this one would share a single group's share and hardly load the run at all.
+    os.setsid()
+    while True:
+        pass
+
+
+@contextmanager
+def spinning(load: int):
+    """`load` CPU-spinning processes (each in a session of its own) while the block runs."""
+    spinners = [multiprocessing.Process(target=_spin, daemon=True) for _ in range(load)]
+    for p in spinners:
+        p.start()
+    try:
+        yield
+    finally:
+        for p in spinners:
+            p.kill()

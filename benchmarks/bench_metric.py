@@ -32,12 +32,15 @@ from pathlib import Path
 from execrepobench.builder.workload import workload
 from execrepobench_metric.environments import find_environment
 from execrepobench_metric.isolation import decide_isolation
+from execrepobench_dataset.load import open_dataset
+from execrepobench_metric.budget import budgets_for
 from execrepobench_metric.judge import JudgeConfig, Verdict, judge
+from execrepobench_metric.measured import describe, measurements_for
 from execrepobench_metric.process import run_command
 from execrepobench_metric.pytest_run import PytestInvocation, clean_env
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _common import verified_samples  # noqa: E402
+from _common import spinning, verified_samples  # noqa: E402
 
 OFFICIAL_TIMEOUT_S = 240.0
 
@@ -107,7 +110,9 @@ def main() -> int:
     ap.add_argument("--repo", action="append", default=None, metavar="NAME",
                     help="these repositories instead (repeatable; --repos is then ignored)")
     ap.add_argument("--selection", choices=("judged", "suite"), default="judged")
-    ap.add_argument("--timeout", type=float, default=None, help="our timeout (default: each sample's time budget)")
+    ap.add_argument("--timeout", type=float, default=None,
+                    help="our timeout (default: each sample's budgets, from the build's measurements)")
+    ap.add_argument("--load", type=int, default=0, help="CPU-spinning processes while both procedures run")
     ap.add_argument("--suite-too", action="store_true",
                     help="also judge every completion by our judge on the whole suite (not timed): the agreement "
                          "figure of our test selection, in the same run")
@@ -119,23 +124,32 @@ def main() -> int:
         return 2
     conf = JudgeConfig(isolation=decide_isolation(allow_weak=False)[0], timeout_s=args.timeout,
                        selection=args.selection)
+    opened = open_dataset(args.samples)  # budgets as the metric derives them: from the build's measurements
+    budgets = budgets_for(samples, measurements_for(samples, opened.measurements_by_env()))
+    print(f"budgets: {describe(samples, budgets, args.timeout)['rule']}; load {args.load}", file=sys.stderr)
     work = [(s, kind, c) for s in samples for kind, c in workload(s)]
     rows, originals = [], {}
-    for i, (s, kind, c) in enumerate(work):
-        pair = {}
-        for which in (("ours", "official") if i % 2 == 0 else ("official", "ours")):
-            t0 = time.monotonic()
-            pair[which] = judge(s, c, conf) if which == "ours" else official(s, c)
-            pair[which + "_s"] = time.monotonic() - t0
-        if args.suite_too:
-            pair["suite"] = judge(s, c, replace(conf, selection="suite"))
-        if kind == "ground_truth":
-            originals[s.sample_id] = pair["official"]
-        rows.append({"sample": s, "kind": kind, "completion": c, **pair})
-        print(f"[{i + 1}/{len(work)}] {s.repo_name} {kind}: ours {pair['ours'].reason} {pair['ours_s']:.1f} s, "
-              f"official {pair['official'].reason} {pair['official_s']:.1f} s", file=sys.stderr, flush=True)
+    with spinning(args.load):
+        for i, (s, kind, c) in enumerate(work):
+            rows.append(_pair(i, len(work), s, kind, c, conf, budgets.get(s.sample_id), args.suite_too, originals))
     report(rows, originals, conf, args)
     return 0
+
+
+def _pair(i: int, n: int, s, kind: str, c: str, conf: JudgeConfig, budget, suite_too: bool, originals: dict) -> dict:
+    """One completion judged by both procedures, alternating which goes first."""
+    pair = {}
+    for which in (("ours", "official") if i % 2 == 0 else ("official", "ours")):
+        t0 = time.monotonic()
+        pair[which] = judge(s, c, conf, budget=budget) if which == "ours" else official(s, c)
+        pair[which + "_s"] = time.monotonic() - t0
+    if suite_too:
+        pair["suite"] = judge(s, c, replace(conf, selection="suite"))
+    if kind == "ground_truth":
+        originals[s.sample_id] = pair["official"]
+    print(f"[{i + 1}/{n}] {s.repo_name} {kind}: ours {pair['ours'].reason} {pair['ours_s']:.1f} s, "
+          f"official {pair['official'].reason} {pair['official_s']:.1f} s", file=sys.stderr, flush=True)
+    return {"sample": s, "kind": kind, "completion": c, **pair}
 
 
 def report(rows: list[dict], originals: dict, conf: JudgeConfig, args) -> None:

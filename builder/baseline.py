@@ -44,11 +44,14 @@ class Baseline:
     test_command: tuple[str, ...]
     import_check: dict = field(default_factory=dict)  # top-level module -> file it imports from
     timings: dict = field(default_factory=dict)  # import_check_s, baseline_runs_s, collect_checks_s (wall)
-    test_seconds: dict = field(default_factory=dict)  # node id -> its slowest junit time over the runs
-    fixed_s: float = 0.0  # a run's time outside its tests (start-up, collection, report), fastest run
+    # node id -> its most CPU seconds over the plain runs (our plugin's measurement; junit seconds where a
+    # run measured none)
+    test_seconds: dict = field(default_factory=dict)
+    fixed_s: float = 0.0  # a run's CPU seconds outside its tests (start-up, collection, report), fastest run
+    recovered: tuple[str, ...] = ()  # tests that flipped in the whole-suite runs, then passed every re-run
 
     def estimate_s(self, tests) -> float:
-        """Seconds a run of only `tests` should take (an overestimate: the whole suite's collection)."""
+        """CPU seconds a run of only `tests` should take (an overestimate: the whole suite's collection)."""
         return self.fixed_s + sum(self.test_seconds.get(t, 0.0) for t in tests)
 
     @property
@@ -60,6 +63,8 @@ class Baseline:
                 "skipped": len(self.skipped), "runs": self.runs,
                 "median_suite_s": round(sorted(self.durations_s)[len(self.durations_s) // 2], 3),
                 "failing_tests": list(self.failing), "flaky_tests": list(self.flaky),
+                # flipped in the suite runs (a loaded machine), then passed every re-run of their own: judged
+                "recovered_tests": list(self.recovered),
                 "import_check": self.import_check}
 
 
@@ -146,11 +151,14 @@ def run_baseline(repo: str, env: Environment, root: Path, spec: RepoSpec, module
         if one.coverage_data is not None:
             continue  # coverage.py slows a run: its times would inflate every estimate
         durations.append(result.process.duration_s)
-        fixed.append(result.fixed_s)
-        for nodeid, s in result.durations.items():
+        measured = result.fixed_cpu_s is not None
+        fixed.append(result.fixed_cpu_s if measured else result.fixed_s)
+        for nodeid, s in (result.test_cpu_s if measured else result.durations).items():
             seconds[nodeid] = max(s, seconds.get(nodeid, 0.0))
     timings["baseline_runs_s"] = time.monotonic() - t0 - timings["import_check_s"]
     kinds = classify(per_run)
+    recovered = recheck_flipped(inv, [t for t, k in kinds.items() if k == "flaky"], runs, isolation)
+    kinds.update({t: "passing" for t in recovered})
     for nodeid in unstable_ids(inv, set(kinds), collections, isolation, workers):
         if kinds[nodeid] == "passing":
             kinds[nodeid] = "flaky"  # its id is not stable: a judged run might not find it
@@ -161,7 +169,21 @@ def run_baseline(repo: str, env: Environment, root: Path, spec: RepoSpec, module
     timings["collect_checks_s"] = time.monotonic() - t0 - sum(timings.values())
     return Baseline(pick("passing"), pick("failing"), pick("flaky"), pick("skipped"), len(planned),
                     tuple(durations), inv.test_command(), import_check, {k: round(v, 2) for k, v in timings.items()},
-                    seconds, min(fixed, default=0.0))
+                    seconds, min(fixed, default=0.0), recovered)
+
+
+def recheck_flipped(inv: PytestInvocation, flipped: list[str], runs: int, isolation: Isolation) -> tuple[str, ...]:
+    """Tests that passed in some whole-suite runs and not in others get `runs` more runs of their own, one
+    at a time: those that pass every time are kept (a loaded machine must not drop what a quiet one keeps);
+    the others stay flaky and are never judged."""
+    if not flipped:
+        return ()
+    passed = set(flipped)
+    for _ in range(runs):
+        result = run_pytest(replace(inv, select=tuple(flipped), deselect=()), isolation=isolation,
+                            readonly=as_judged(inv))
+        passed &= {t for t in flipped if result.outcomes.get(t) == PASSED}
+    return tuple(t for t in flipped if t in passed)
 
 
 def top_level_modules(source_files: list[str]) -> list[str]:

@@ -14,6 +14,7 @@ import json
 import os
 import time
 import traceback
+from datetime import datetime, timezone
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, fields, replace
@@ -22,17 +23,19 @@ from typing import Callable, Mapping
 
 from tqdm import tqdm
 
+from execrepobench_dataset.measurements import MEASUREMENTS_FILE, Measurements, read_measurements, write_measurements
 from execrepobench_dataset.record import Sample, make_sample_id, read_jsonl, write_jsonl
 from execrepobench_dataset.repo_record import RepoRecord, read_repo_records, write_repo_records
 from execrepobench_dataset.stats import compute_statistics
 from execrepobench_dataset.version import __version__
 from execrepobench_metric.executors import Executor, ExecutorConfig, open_executor
 from execrepobench_metric.isolation import Isolation, decide_isolation
+from execrepobench_metric.measured import keep as keep_measurements
 
 from .baseline import Baseline, BaselineError, CoverageError
 from .context import RepoContextIndex
 from .lock import EnvError
-from .manifest import Manifest, RepoSpec
+from .manifest import Manifest, RepoSpec, with_resolution_date
 from .masking import MaskConfig, MaskResult, candidate_files, sample_masks, split
 from .mix import MIX_NAME, level_mask
 from .prepare import prepare
@@ -142,23 +145,34 @@ def make_samples(name: str, pinned: str, root: Path, env_key: str, seed: int, ma
     }
 
 
+@dataclass(frozen=True)
+class RepoBuild:
+    """One repository's result: its verified samples, report entry, record and measurements (the last
+    two None unless it is ok)."""
+
+    samples: list[Sample]
+    report: dict
+    record: RepoRecord | None
+    measurements: Measurements | None
+
+
 def build_repo(spec: RepoSpec, config: BuildConfig, isolation: Isolation,
-               executor: Executor | None = None) -> tuple[list[Sample], dict, RepoRecord | None]:
-    """(verified samples, report entry, repository record) of one repository; the record is None
-    unless it is ok.  Never raises for the repository's sake."""
+               executor: Executor | None = None) -> RepoBuild:
+    """One repository built (see `RepoBuild`).  Never raises for the repository's sake."""
     folder = config.out / "repos" / spec.name
     mask = _mask_config(spec, config)
     key = _inputs_hash(spec, config, mask, isolation)
-    report_path, record_path = folder / "report.json", folder / "repository.jsonl"
-    if report_path.is_file() and record_path.is_file():
+    report_path, record_path, measured_path = folder / "report.json", folder / "repository.jsonl", folder / MEASUREMENTS_FILE
+    if report_path.is_file() and record_path.is_file() and measured_path.is_file():
         old = json.loads(report_path.read_text(encoding="utf-8"))
         if old.get("inputs_hash") == key and old.get("status") == "ok":
-            return (list(read_jsonl(folder / "samples.jsonl")), {**old, "reused": True},
-                    next(read_repo_records(record_path)))
+            return RepoBuild(list(read_jsonl(folder / "samples.jsonl")), {**old, "reused": True},
+                             next(read_repo_records(record_path)), next(read_measurements(measured_path), None))
     t0 = time.monotonic()
     lap = _lap_clock()
     stage, parts, timings, kept = "source", {}, {}, []
     record: RepoRecord | None = None
+    measured: Measurements | None = None
     try:
         fetched = fetch(spec)
         parts["pinned"] = fetched.pinned
@@ -192,8 +206,8 @@ def build_repo(spec: RepoSpec, config: BuildConfig, isolation: Isolation,
         timings["masking_s"] = lap()
         if candidates:
             stage = "verification"
-            kept, verified = verify_repo(candidates, wanted, prepared.baseline, prepared.coverage, pool, config, isolation,
-                                         spec.name, more, executor, prepared.record)
+            kept, verified, measured = verify_repo(candidates, wanted, prepared.baseline, prepared.coverage, pool,
+                                                   config, isolation, spec.name, more, executor, prepared.record)
             parts.update(verified)
             timings["verify_s"] = lap()
         status = "ok" if kept else "empty"
@@ -207,10 +221,14 @@ def build_repo(spec: RepoSpec, config: BuildConfig, isolation: Isolation,
               "timings": {k: round(v, 2) for k, v in timings.items()}, "time_s": round(time.monotonic() - t0, 2)}
     folder.mkdir(parents=True, exist_ok=True)
     record = record if status == "ok" else None  # a repository that failed or ended empty ships nothing
+    measured = measured if status == "ok" else None
     write_atomic(folder / "samples.jsonl", lambda p: write_jsonl(kept, p))
     write_atomic(record_path, lambda p: write_repo_records([record] if record else [], p))
+    write_atomic(measured_path, lambda p: write_measurements([measured] if measured else [], p))
+    if measured is not None:
+        keep_measurements(measured)  # judging these samples by record, without this folder, finds them too
     write_atomic(report_path, lambda p: p.write_text(json.dumps(report, indent=1, sort_keys=True), encoding="utf-8"))
-    return kept, report, record
+    return RepoBuild(kept, report, record, measured)
 
 
 def _lap_clock() -> Callable[[], float]:
@@ -240,14 +258,14 @@ def _phase(stage: str, exc: Exception) -> str:
 
 
 def _build_repos(repos: list[RepoSpec], config: BuildConfig, isolation: Isolation,
-                 executor: Executor | None = None) -> list[tuple]:
+                 executor: Executor | None = None) -> list[RepoBuild]:
     """`build_repo` of each repository, `config.repo_workers` at a time (the machine's cores stay busy
     while one repository waits on the network or on a single long test run); results in `repos` order."""
     bar = tqdm(total=len(repos), desc="build", unit="repo", disable=not config.progress)
 
-    def one(spec: RepoSpec) -> tuple:
+    def one(spec: RepoSpec) -> RepoBuild:
         result = build_repo(spec, config, isolation, executor)
-        report = result[1]
+        report = result.report
         if report["status"] != "ok":
             where = f" at {report['phase']}" if report.get("phase") else ""
             tqdm.write(f"[{spec.name}] {report['status']}{where}: {report.get('reason', '')}")
@@ -263,7 +281,8 @@ def _build_repos(repos: list[RepoSpec], config: BuildConfig, isolation: Isolatio
 
 def build(config: BuildConfig) -> dict:
     """Build every selected repository; write OUT/samples.jsonl, OUT/repositories.jsonl (one record per ok
-    repository) and OUT/build_report.{json,md}."""
+    repository), OUT/measurements.jsonl (what this machine measured: never part of the fingerprint) and
+    OUT/build_report.{json,md}."""
     from .report import summarize, write_report
 
     repos = list(config.manifest.repos)
@@ -273,19 +292,29 @@ def build(config: BuildConfig) -> dict:
             raise ValueError(f"--repo {', '.join(unknown)}: not in manifest {config.manifest.path or '<inline>'} "
                              f"(it has: {', '.join(r.name for r in repos)})")
         repos = [r for r in repos if r.name in config.only]
+    today = datetime.now(timezone.utc).date().isoformat()
+    manifest, unbound = with_resolution_date(config.manifest, today)
+    chosen = {r.name for r in repos}
+    unbound = [name for name in unbound if name in chosen]
+    if unbound:  # a lock resolved without a date bound would change with the package index
+        tqdm.write(f"note: {len(unbound)} repositor{'y' if len(unbound) == 1 else 'ies'} of the manifest name no "
+                   f"exclude_newer date; their locks are resolved as of {today} (UTC). To rebuild the same "
+                   f'benchmark later, add exclude_newer = "{today}" to the manifest\'s [defaults].')
+    config, repos = replace(config, manifest=manifest), [r for r in manifest.repos if r.name in chosen]
     isolation, note = decide_isolation(config.allow_weak_sandbox)
     if note:
         tqdm.write(note)
     config.out.mkdir(parents=True, exist_ok=True)
     samples: list[Sample] = []
-    reports, records = [], []
+    reports, records, measured = [], [], []
     t0 = time.monotonic()
     with open_executor(config.executor, config.workers) as executor:
-        for spec, (repo_samples, report, record) in zip(repos, _build_repos(repos, config, isolation, executor)):
-            if report["status"] == "ok":  # a repository that failed or ended empty ships nothing
-                samples += repo_samples
-            reports.append(report)
-            records += [record] if record else []
+        for done in _build_repos(repos, config, isolation, executor):
+            if done.report["status"] == "ok":  # a repository that failed or ended empty ships nothing
+                samples += done.samples
+            reports.append(done.report)
+            records += [done.record] if done.record else []
+            measured += [done.measurements] if done.measurements else []
         cluster = executor.report()
     tmp = config.out / "samples.jsonl.tmp"
     write_jsonl(samples, tmp)
@@ -293,9 +322,11 @@ def build(config: BuildConfig) -> dict:
     os.replace(tmp, config.out / "samples.jsonl")
     write_repo_records(records, config.out / "repositories.jsonl.tmp")
     os.replace(config.out / "repositories.jsonl.tmp", config.out / "repositories.jsonl")
+    write_atomic(config.out / MEASUREMENTS_FILE, lambda p: write_measurements(measured, p))
     summary = summarize(reports, config.manifest, fingerprint, isolation_note=note)
     summary["build_wall_s"] = round(time.monotonic() - t0, 1)
     summary["repo_workers"] = config.repo_workers
     summary["executor"] = cluster  # where verification ran: samples and environments per node
+    summary["exclude_newer"] = {"pinned_by_build": today if unbound else None, "repos": unbound}
     write_report(summary, config.out, compute_statistics(samples, records, summary))
     return summary

@@ -14,8 +14,12 @@ candidates that got the same allowances (most get none), and a candidate that an
 refuses after allowances taken from the shared run is recorded again on its own file.  A candidate
 passes a round when the union passed; its run time is derived from the round
 (the run's fixed part - sandbox, interpreter, pytest, collection - plus its own tests' junit times),
-and its time budget from the slowest round.  When a union fails, its candidates are checked apart (a
-test that only fails next to another one's must not drop a candidate that passes alone).
+and what the rounds measured (CPU seconds: start-up and collection, the fixed part, each of its judged
+tests; the most over its rounds) becomes its `SampleTiming` and test times - the repository's
+measurements, from which the judge derives budgets; they never enter the sample.  When a union fails,
+its candidates are checked apart (a test that only fails next to another one's must not drop a
+candidate that passes alone).  A round that times out (the wall-clock limit: a loaded machine) is run
+once more with WIDEN times the limit before the candidate is dropped (`widened`).
 """
 from __future__ import annotations
 
@@ -23,23 +27,29 @@ import traceback
 from dataclasses import dataclass, replace
 from typing import Sequence
 
+from execrepobench_dataset.measurements import SampleTiming
 from execrepobench_dataset.record import Sample
-from execrepobench_metric.budget import phase_budget, time_budget
 from execrepobench_metric.judge import JudgeConfig, Verdict, judge_run
 from execrepobench_metric.pytest_run import PytestRun
 
 from .allowances import attribute
 
 
+WIDEN = 3.0  # a ground-truth round that timed out runs once more with this many times the limit
+
+
 @dataclass(frozen=True)
 class GroundTruth:
-    sample: Sample  # with guard_allowed and time_budget_s recorded when it passed
+    sample: Sample  # with guard_allowed recorded when it passed
     passed: bool
     reason: str  # "passed", "gt_failed" or "harness_error"
     runs_s: tuple[float, ...] = ()  # this sample's run time in each round (derived)
     detail: str = ""
     # the runs it shared, as (group key, wall seconds of that group's runs): the cost, counted once per group
     costs: tuple[tuple[str, tuple[float, ...]], ...] = ()
+    timing: SampleTiming | None = None  # what its rounds measured (CPU seconds), when it passed
+    test_s: tuple[tuple[str, float], ...] = ()  # its judged tests' CPU seconds (the most over its rounds)
+    widened: int = 0  # rounds that timed out and were run again with a wider limit
 
 
 def estimate_s(run: PytestRun, tests: Sequence[str]) -> float:
@@ -48,24 +58,48 @@ def estimate_s(run: PytestRun, tests: Sequence[str]) -> float:
     return run.fixed_s + sum(run.durations.get(t, 0.0) for t in tests)
 
 
-def with_budgets(sample: Sample, runs: Sequence[PytestRun], gt_runs_s: Sequence[float]) -> Sample:
-    """The sample with its budgets: the whole run's from its slowest ground-truth run time
-    (`gt_runs_s`, derived by `estimate_s`), a phase's from the runs' fixed parts and their slowest test,
-    any test of the run (in a shared run, another candidate's test may have paid for a module or session
-    fixture that this one's first test pays alone); kept when higher (a sample verified over several
-    groups of rounds)."""
-    fixed = max((r.fixed_s for r in runs), default=0.0)
-    slowest = max((t for r in runs for t in r.durations.values()), default=0.0)
-    phase = max(phase_budget(fixed, slowest), sample.phase_budget_s) if runs else sample.phase_budget_s
-    return replace(sample, time_budget_s=time_budget(max(gt_runs_s)), phase_budget_s=phase)
+def measured(sample: Sample, runs: Sequence[PytestRun]) -> tuple[SampleTiming | None, tuple[tuple[str, float], ...]]:
+    """What the ground truth's rounds measured for `sample` (CPU seconds, the most over the rounds): start-up
+    and collection, the fixed part, and each of its judged tests; (None, ()) when no round measured.  In a
+    shared round another candidate's test may have paid for a module or a fixture that this one's first test
+    pays alone: the judge's per-test budgets have a floor for that (`budget.TEST_FLOOR_S`)."""
+    done = [r for r in runs if r.cpu_s is not None and r.collect_cpu_s is not None]
+    if not done:
+        return None, ()
+    timing = SampleTiming(max(r.collect_cpu_s for r in done), max(r.fixed_cpu_s for r in done))
+    tests = tuple((t, max(r.test_cpu_s.get(t, 0.0) for r in done)) for t in sample.judged_tests)
+    return timing, tests
 
 
-def _judge(sample: Sample, config: JudgeConfig, also: tuple[str, ...]) -> tuple[Verdict, PytestRun | None]:
+def with_measurements(g: GroundTruth, runs: Sequence[PytestRun]) -> GroundTruth:
+    """`g` with what `runs` measured."""
+    timing, tests = measured(g.sample, runs)
+    return g if timing is None else replace(g, timing=timing, test_s=tests)
+
+
+def _most(g: GroundTruth, earlier: GroundTruth) -> GroundTruth:
+    """`g` with the most of its own and `earlier`'s measurements (a sample verified over several rounds)."""
+    if earlier.timing is None or g.timing is None:
+        return g if g.timing is not None else replace(g, timing=earlier.timing, test_s=earlier.test_s)
+    had = dict(earlier.test_s)
+    return replace(g, timing=SampleTiming(max(g.timing.collect_s, earlier.timing.collect_s),
+                                          max(g.timing.fixed_s, earlier.timing.fixed_s)),
+                   test_s=tuple((t, max(s, had.get(t, 0.0))) for t, s in g.test_s))
+
+
+def _judge(sample: Sample, config: JudgeConfig, also: tuple[str, ...]) -> tuple[Verdict, PytestRun | None, int]:
+    """(verdict, run, rounds widened): a round that timed out runs once more with WIDEN times the limit (a
+    loaded machine must not drop a candidate that a quiet one keeps)."""
     try:
-        return judge_run(sample, sample.middle_code, config, also_masked=also)
+        verdict, run = judge_run(sample, sample.middle_code, config, also_masked=also)
+        if verdict.reason != "timeout" or config.timeout_s is None:
+            return verdict, run, 0
+        verdict, run = judge_run(sample, sample.middle_code, replace(config, timeout_s=config.timeout_s * WIDEN),
+                                 also_masked=also)
+        return verdict, run, 1
     except Exception as exc:  # noqa: BLE001 - a harness error of this group, never a ground-truth failure
         return Verdict(sample.sample_id, False, "error", detail=f"{type(exc).__name__}: {exc}\n"
-                                                                  f"{traceback.format_exc()[-2000:]}"), None
+                                                                  f"{traceback.format_exc()[-2000:]}"), None, 0
 
 
 def _in_order(samples: Sequence[Sample], parts: list[list[Sample]], config: JudgeConfig,
@@ -92,8 +126,8 @@ def _placed(samples: Sequence[Sample], allowed: dict[str, tuple[str, ...]], run:
     recorded = []
     for s in samples:
         took = round(estimate_s(run, s.judged_tests), 3)
-        kept = with_budgets(replace(s, guard_allowed=allowed[s.sample_id]), [run], (took,))
-        recorded.append(GroundTruth(kept, True, "passed", (took,), costs=cost))
+        kept = replace(s, guard_allowed=allowed[s.sample_id])
+        recorded.append(with_measurements(GroundTruth(kept, True, "passed", (took,), costs=cost), [run]))
     out = _later(recorded, config, rounds)  # what was placed is enforced in a run of its own
     refused = [s for s, g in zip(samples, out) if not g.passed and g.detail.startswith("tampering")]
     if not refused:
@@ -118,9 +152,8 @@ def _later(recorded: list[GroundTruth], config: JudgeConfig, rounds: int) -> lis
         rest = check_ground_truth([g.sample for g in first], config, _later_rounds(rounds, first[0].sample), allowed)
         for one, more in zip(first, rest):
             runs_s = one.runs_s + more.runs_s
-            # more.sample's phase budget already includes the recording round's (with_budgets keeps the higher)
-            sample = replace(more.sample, time_budget_s=time_budget(max(runs_s))) if more.passed else more.sample
-            found[one.sample.sample_id] = replace(more, sample=sample, runs_s=runs_s, costs=one.costs + more.costs)
+            merged = replace(more, runs_s=runs_s, costs=one.costs + more.costs, widened=one.widened + more.widened)
+            found[one.sample.sample_id] = _most(merged, one) if more.passed else merged
     return [found[g.sample.sample_id] for g in recorded]
 
 
@@ -151,20 +184,22 @@ def check_ground_truth(samples: Sequence[Sample], config: JudgeConfig, rounds: i
     config = replace(config, fail_fast=False, known_verdicts=False)  # every union test must report
     files = tuple(dict.fromkeys(s.file_name for s in samples))
     union = tuple(dict.fromkeys(t for s in samples for t in s.judged_tests))
-    carrier = replace(samples[0], judged_tests=union, guard_allowed=allowed or (), time_budget_s=0.0,
-                      phase_budget_s=0.0)
+    carrier = replace(samples[0], judged_tests=union, guard_allowed=allowed or ())
     also = files[1:]
     runs: list[PytestRun] = []
+    widened = 0
     while len(runs) < rounds:
         record = not runs and config.guard != "off" and allowed is None
-        verdict, run = _judge(carrier, replace(config, guard="record") if record else config, also)
+        verdict, run, wider = _judge(carrier, replace(config, guard="record") if record else config, also)
+        widened += wider
         if verdict.reason == "error":
             return [GroundTruth(s, False, "harness_error", detail=verdict.detail) for s in samples]
         if not verdict.passed or run is None:
             if len(samples) > 1:
                 return _split(samples, set(verdict.failing_tests), config, rounds, allowed, enforce_recorded)
             why = f"{verdict.reason}: {verdict.detail or ', '.join(verdict.failing_tests[:3])}"
-            return [GroundTruth(samples[0], False, "gt_failed", tuple(r.process.duration_s for r in runs), why)]
+            return [GroundTruth(samples[0], False, "gt_failed", tuple(r.process.duration_s for r in runs), why,
+                                widened=widened)]
         if record and verdict.guard_events and also:  # something was seen: whose?
             allowed_by_sample = attribute(samples, run.guard.sources) if run.guard is not None else None
             if allowed_by_sample is None:  # an event the run cannot place: each file records on its own
@@ -179,6 +214,7 @@ def check_ground_truth(samples: Sequence[Sample], config: JudgeConfig, rounds: i
     key = samples[0].sample_id + ("" if allowed is None else "+")  # a group of later rounds has its own key
     for s in samples:
         times = tuple(round(estimate_s(run, s.judged_tests), 3) for run in runs)
-        kept = with_budgets(replace(s, guard_allowed=carrier.guard_allowed), runs, times)
-        out.append(GroundTruth(kept, True, "passed", times, costs=((key, shared),)))
+        kept = replace(s, guard_allowed=carrier.guard_allowed)
+        out.append(with_measurements(GroundTruth(kept, True, "passed", times, costs=((key, shared),),
+                                                 widened=widened), runs))
     return out

@@ -4,8 +4,10 @@ The requirement set is the project itself with its own test extras (`-e ROOT[tes
 test groups, plus BASE_REQUIREMENTS and the manifest's `extra_test_requires`.  `uv pip compile
 --generate-hashes` resolves it for the repository's Python X.Y; the project's own `-e` line is dropped
 (the environment installs it from the pinned source), every other line is one exact pin with its
-hashes.  Locks are cached by what they were resolved from, so rebuilding on one machine reuses a lock
-instead of picking up new releases.  The environment is then made FROM the lock by the metric's
+hashes.  Every lock is bound to a date (`exclude_newer`, YYYY-MM-DD, from the manifest or pinned by
+the build): `uv pip compile --exclude-newer` considers no distribution uploaded after that day (UTC),
+so the same manifest resolves to the same lock on any later day, on any machine.  Locks are also cached
+by what they were resolved from (the date included).  The environment is then made FROM the lock by the metric's
 `ensure_environment`, exactly as `prepare` makes it on any other machine.
 """
 from __future__ import annotations
@@ -22,7 +24,7 @@ from execrepobench_metric.environments import EnvError, interpreter_for, run_uv
 from execrepobench_metric.layout import cache_root
 
 __all__ = ["BASE_REQUIREMENTS", "EnvError", "detect_test_extras", "parse_compiled", "resolve_lock"]
-LOCK_SCHEMA = 1  # bump when the way a lock is resolved changes
+LOCK_SCHEMA = 2  # bump when the way a lock is resolved changes; 2: date-bound (--exclude-newer)
 TEST_EXTRA_NAMES = ("test", "tests", "testing")
 BASE_REQUIREMENTS = ("pytest>=7", "coverage>=7.4")
 
@@ -82,12 +84,19 @@ def _lock_path(inputs: dict) -> Path:
     return cache_root() / "locks" / f"{digest}.json"
 
 
+def exclude_newer_bound(date: str) -> str:
+    """What uv is given for a resolution date: the end of that day, UTC (uploads on the day count)."""
+    return f"{date}T23:59:59Z"
+
+
 def resolve_lock(repo: str, source_hash: str, root: Path, python: str,
-                 extra_requires: tuple[str, ...] = ()) -> tuple[str, ...]:
-    """The lock of `repo`'s test environment (cached by source hash, python, extras, groups, requirements)."""
+                 extra_requires: tuple[str, ...] = (), *, exclude_newer: str | None = None) -> tuple[str, ...]:
+    """The lock of `repo`'s test environment, resolved as of `exclude_newer` (YYYY-MM-DD; None: no bound,
+    for callers that pin nothing) and cached by source hash, python, extras, groups, requirements, date."""
     extras, groups = detect_test_extras(root)
     inputs = {"schema": LOCK_SCHEMA, "source_hash": source_hash, "python": python, "extras": list(extras),
-              "groups": list(groups), "base": list(BASE_REQUIREMENTS), "extra_requires": list(extra_requires)}
+              "groups": list(groups), "base": list(BASE_REQUIREMENTS), "extra_requires": list(extra_requires),
+              "exclude_newer": exclude_newer}
     cached = _lock_path(inputs)
     try:
         return tuple(json.loads(cached.read_text(encoding="utf-8"))["lock"])
@@ -99,6 +108,8 @@ def resolve_lock(repo: str, source_hash: str, root: Path, python: str,
         req.write_text("\n".join([f"-e {target}", *BASE_REQUIREMENTS, *extra_requires]) + "\n", encoding="utf-8")
         args = ["pip", "compile", "--quiet", "--generate-hashes", "--no-header", "--no-annotate",
                 "--python", interpreter_for(python), "--python-version", python, str(req)]
+        if exclude_newer:
+            args += ["--exclude-newer", exclude_newer_bound(exclude_newer)]
         for group in groups:
             args += ["--group", f"{root / 'pyproject.toml'}:{group}"]
         lock = parse_compiled(run_uv(*args, repo=repo))

@@ -1,7 +1,9 @@
 """TOML manifests: which repositories go into the benchmark, with per-repo overrides.
 
-A manifest has an optional ``[defaults]`` table (seed, samples_per_repo, python) and one
-``[[repo]]`` table per repository. Every repo needs ``source``: ``pypi:NAME==VERSION``,
+A manifest has an optional ``[defaults]`` table (seed, samples_per_repo, python, exclude_newer) and
+one ``[[repo]]`` table per repository.  ``exclude_newer = "YYYY-MM-DD"`` (in [defaults] or a repo) is
+the date every lock is resolved against: nothing uploaded to the package index after that day is
+considered, so the same manifest gives the same locks on any later day. Every repo needs ``source``: ``pypi:NAME==VERSION``,
 ``git:URL@COMMIT`` or ``path:DIR`` (relative DIR is resolved against the manifest's folder).
 Anything unexpected raises :class:`ManifestError` naming the file, the entry and the key.
 """
@@ -10,7 +12,8 @@ from __future__ import annotations
 import re
 import sys
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -22,11 +25,13 @@ _VERSION_RE = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9.+!_-]*[A-Za-z0-9])?$")
 _COMMIT_RE = re.compile(r"^[0-9a-fA-F]{7,40}$")
 _SHA256_RE = re.compile(r"^[0-9a-fA-F]{64}$")
 _PYTHON_RE = re.compile(r"^\d+\.\d+$")
+_DATE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 
 _TOP_KEYS = frozenset({"defaults", "repo"})
-_DEFAULT_KEYS = {"seed": int, "samples_per_repo": int, "python": str}
+_DEFAULT_KEYS = {"seed": int, "samples_per_repo": int, "python": str, "exclude_newer": str}
 _LIST_KEYS = ("extra_test_requires", "test_paths", "pytest_args", "exclude_tests")
-_REPO_KEYS = frozenset({"source", "sha256", "name", "python", "env", "samples_per_repo", *_LIST_KEYS})
+_REPO_KEYS = frozenset({"source", "sha256", "name", "python", "env", "samples_per_repo", "exclude_newer",
+                        *_LIST_KEYS})
 
 
 class ManifestError(ValueError):
@@ -57,6 +62,7 @@ class RepoSpec:
     exclude_tests: tuple[str, ...] = ()
     env: tuple[tuple[str, str], ...] = ()  # sorted (key, value) pairs
     samples_per_repo: int | None = None
+    exclude_newer: str | None = None  # YYYY-MM-DD the lock is resolved against (the manifest's default if unset)
 
     @property
     def ref(self) -> SourceRef:
@@ -70,6 +76,7 @@ class Manifest:
     samples_per_repo: int
     python: str | None  # None: the running interpreter's major.minor (see python_for)
     repos: tuple[RepoSpec, ...]
+    exclude_newer: str | None = None  # [defaults] exclude_newer (already copied into repos that set none)
 
     def python_for(self, repo: RepoSpec) -> str:
         return repo.python or self.python or f"{sys.version_info.major}.{sys.version_info.minor}"
@@ -129,6 +136,14 @@ def _check_common(key: str, value: Any, where: str) -> Any:
         _check_scalar(value, str, where)
         if not _PYTHON_RE.match(value):
             raise ManifestError(f"{where}: expected MAJOR.MINOR like '3.11', got {value!r}")
+    elif key == "exclude_newer":
+        _check_scalar(value, str, where)
+        try:
+            valid = bool(_DATE_RE.match(value)) and date.fromisoformat(value) is not None
+        except ValueError:
+            valid = False
+        if not valid:
+            raise ManifestError(f"{where}: expected a date YYYY-MM-DD, got {value!r}")
     elif key in ("samples_per_repo", "seed"):
         _check_scalar(value, int, where)
         if value < (1 if key == "samples_per_repo" else 0):
@@ -166,7 +181,7 @@ def _parse_repo(index: int, table: Any, base_dir: Path, label: str) -> RepoSpec:
     for key in _LIST_KEYS:
         if key in table:
             kwargs[key] = _str_list(table[key], f"{entry}: key {key!r}")
-    for key in ("python", "samples_per_repo"):
+    for key in ("python", "samples_per_repo", "exclude_newer"):
         if key in table:
             kwargs[key] = _check_common(key, table[key], f"{entry}: key {key!r}")
     if "sha256" in table:
@@ -220,10 +235,18 @@ def parse_manifest(text: str, base_dir: Path, *, path: Path | None = None) -> Ma
                 f" (also repo #{seen[key]})"
             )
         seen[key] = index
-        repos.append(spec)
+        repos.append(spec if spec.exclude_newer else replace(spec, exclude_newer=defaults.get("exclude_newer")))
     return Manifest(path=path, seed=defaults.get("seed", DEFAULT_SEED),
                     samples_per_repo=defaults.get("samples_per_repo", DEFAULT_SAMPLES_PER_REPO),
-                    python=defaults.get("python"), repos=tuple(repos))
+                    python=defaults.get("python"), repos=tuple(repos), exclude_newer=defaults.get("exclude_newer"))
+
+
+def with_resolution_date(manifest: Manifest, today: str) -> tuple[Manifest, list[str]]:
+    """The manifest with every repository's lock bound to a date: its own, the manifest's, else `today`
+    (the build pins it; the names of the repositories that got it are returned, for a warning)."""
+    unbound = [r.name for r in manifest.repos if not r.exclude_newer]
+    repos = tuple(r if r.exclude_newer else replace(r, exclude_newer=today) for r in manifest.repos)
+    return replace(manifest, repos=repos), unbound
 
 
 def load_manifest(path: str | Path) -> Manifest:

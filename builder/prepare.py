@@ -50,7 +50,8 @@ def prepare(spec: RepoSpec, fetched: FetchedSource, python: str | None, *, runs:
     overriding arguments."""
     t0 = time.monotonic()
     version = python_version(spec, python)
-    lock = resolve_lock(spec.name, fetched.source_hash, fetched.root, version, spec.extra_test_requires)
+    lock = resolve_lock(spec.name, fetched.source_hash, fetched.root, version, spec.extra_test_requires,
+                        exclude_newer=spec.exclude_newer)
     env = ensure_environment(draft_record(spec, fetched, version, lock, samples_per_repo))
     env_s = time.monotonic() - t0
     layout = find_tests(fetched.root, tuple(spec.test_paths), repo=spec.name)

@@ -78,7 +78,7 @@ def manifest_entry(spec: RepoSpec, fetched: FetchedSource, python: str, samples_
               "sha256": fetched.source_hash if ref.kind == "pypi" else None, "python": python,
               "samples_per_repo": samples_per_repo, "extra_test_requires": list(spec.extra_test_requires),
               "test_paths": list(spec.test_paths), "pytest_args": list(spec.pytest_args),
-              "exclude_tests": list(spec.exclude_tests), "env": dict(spec.env)}
+              "exclude_tests": list(spec.exclude_tests), "env": dict(spec.env), "exclude_newer": spec.exclude_newer}
     lines = [f"{key} = {_toml_value(value)}" for key, value in fields.items() if value not in (None, [], {})]
     text = comment + "[[repo]]\n" + "\n".join(lines) + "\n"
     tomllib.loads(text)  # always valid TOML
@@ -88,7 +88,8 @@ def manifest_entry(spec: RepoSpec, fetched: FetchedSource, python: str, samples_
 def draft_record(spec: RepoSpec, fetched: FetchedSource, python: str, lock: tuple[str, ...],
                  samples_per_repo: int) -> RepoRecord:
     return RepoRecord(repo_name=spec.name, repo_source=fetched.pinned, python=python,
-                      env_key=environment_key(python, fetched.pinned, lock), lock=lock, test_command=(),
+                      env_key=environment_key(python, fetched.pinned, lock, spec.exclude_newer or ""), lock=lock,
+                      exclude_newer=spec.exclude_newer or "", test_command=(),
                       test_paths=tuple(spec.test_paths), pytest_args=tuple(spec.pytest_args),
                       excluded_tests=tuple(sorted(spec.exclude_tests)), env=tuple(f"{k}={v}" for k, v in spec.env),
                       license=detect_license(fetched.root),

@@ -7,8 +7,10 @@ import statistics
 from collections import Counter
 from typing import TYPE_CHECKING, Callable
 
+from execrepobench_dataset.measurements import MEASUREMENTS_SCHEME, Measurements
 from execrepobench_dataset.record import Sample
 from execrepobench_dataset.repo_record import RepoRecord
+from execrepobench_metric.calibration import calibration_s, machine
 from execrepobench_metric.executors import Executor
 from execrepobench_metric.isolation import Isolation
 from execrepobench_metric.judge import JudgeConfig
@@ -27,21 +29,23 @@ VERIFY_BATCH = 16  # candidates verified per round of verify_to_quotas
 def verify_repo(samples: list[Sample], wanted: int, baseline: Baseline, cov: CoverageMap, pool: dict[str, str],
                 config: "BuildConfig", isolation: Isolation, name: str,
                 more: Callable[[dict[str, int], int], list[Sample]] | None = None, executor: Executor | None = None,
-                record: RepoRecord | None = None) -> tuple[list[Sample], dict]:
+                record: RepoRecord | None = None) -> tuple[list[Sample], dict, Measurements | None]:
     """Select tests for each candidate, then verify candidates level by level until the repository's
     per-level quotas (the paper's mix, builder/mix.py) are kept; `more(needs, round)` masks extra
-    candidates for a level that runs out.  Kept samples return in candidate order.  Verification runs
+    candidates for a level that runs out.  Kept samples return in candidate order, with what their ground
+    truths' runs measured.  Verification runs
     on `executor` (default: local threads); `record` lets its remote nodes make the environment."""
     graph = ImportGraph(pool)
 
     def select(candidates: list[Sample]) -> list[Sample]:
-        return with_selection(candidates, cov, graph, baseline.passing, config.selection_floor, baseline.estimate_s)
+        return with_selection(candidates, cov, graph, baseline.passing, config.selection_floor)
 
     jconf = JudgeConfig(isolation=isolation, timeout_s=config.judge_timeout_s)
 
     def verify(batch: list[Sample]) -> list:
         return verify_samples(batch, jconf, workers=config.workers, gt_runs=config.gt_runs,
-                              progress=config.progress, label=f"verify {name}", executor=executor, record=record)
+                              progress=config.progress, label=f"verify {name}", executor=executor, record=record,
+                              estimate=baseline.estimate_s)
 
     quotas = level_quotas(wanted, f"{config.manifest.seed}:{name}")
     # large batches: candidates of one masked file share their ground-truth runs (ground_truth.py)
@@ -49,8 +53,23 @@ def verify_repo(samples: list[Sample], wanted: int, baseline: Baseline, cov: Cov
     mixed = verify_to_quotas(select(samples), quotas, verify, batch=max(VERIFY_BATCH, 2 * parallel),
                              more=(lambda needs, round_: select(more(needs, round_))) if more else None)
     suite_s = statistics.median(baseline.durations_s) if baseline.durations_s else 0.0
-    return mixed.kept, {**verify_report(mixed.outcomes, mixed.kept, len(baseline.passing), suite_s), **mixed.report,
-                        "outcomes_by_coverage": outcomes_by_coverage(mixed.outcomes, cov)}
+    report = {**verify_report(mixed.outcomes, mixed.kept, len(baseline.passing), suite_s), **mixed.report,
+              "outcomes_by_coverage": outcomes_by_coverage(mixed.outcomes, cov)}
+    return mixed.kept, report, measurements_of(name, mixed.kept, mixed.outcomes)
+
+
+def measurements_of(name: str, kept: list[Sample], outcomes: list) -> Measurements | None:
+    """The repository's measurements: what the kept samples' ground-truth runs measured, on this machine."""
+    if not kept:
+        return None
+    ids = {s.sample_id for s in kept}
+    mine = [o for o in outcomes if o.sample.sample_id in ids and o.timing is not None]
+    tests: dict[str, float] = {}
+    for o in mine:
+        for test, seconds in o.test_s:
+            tests[test] = max(seconds, tests.get(test, 0.0))
+    return Measurements(name, kept[0].env_key, MEASUREMENTS_SCHEME, machine(), calibration_s(),
+                        {o.sample.sample_id: o.timing for o in mine}, tests)
 
 
 def outcomes_by_coverage(outcomes: list, cov: CoverageMap) -> dict[str, int]:

@@ -16,8 +16,9 @@ In the order that costs least (the verdicts are the same as checking each sample
    pytest's own order);
 3. the ground truth of the remaining samples whose judged tests lie in the same test files together
    (`by_test_files`: a shared run collects what each one's own run collects): each round runs the union
-   of their judged tests once (`ground_truth.py`), recording `guard_allowed` and each sample's run
-   time, from which its `time_budget_s` comes (`execrepobench_metric/budget.py`).
+   of their judged tests once (`ground_truth.py`), recording `guard_allowed` and what each sample's
+   runs measured (its `SampleTiming` and judged tests' CPU seconds: the repository's measurements, from
+   which the judge derives budgets - `execrepobench_metric/budget.py`; never part of the sample).
 
 Null fills: `execrepobench_metric.fills` (the metric's `prepare` checks the same way).  A judgement
 that fails for the harness's reasons (an `error` verdict, any exception) drops the sample as
@@ -37,9 +38,10 @@ from typing import Any, Callable, Mapping
 
 from tqdm import tqdm
 
+from execrepobench_dataset.measurements import SampleTiming
 from execrepobench_dataset.record import Sample
 from execrepobench_dataset.repo_record import RepoRecord
-from execrepobench_metric.budget import time_budget
+from execrepobench_metric.budget import Budget, time_budget
 from execrepobench_metric.executors import Batch, Executor, split
 from execrepobench_metric.executors.local import LocalExecutor
 from execrepobench_metric.fills import null_fill
@@ -54,12 +56,14 @@ VERIFY_BATCH = 2  # samples per executor batch (each is 3 ground-truth runs and 
 GUARD_RECORDING = 3  # 2: lazy machinery bound before the integrity reference; 3: allowances placed from the shared
 # run by the masked file the guard names (allowances.py); what verification records for the in-process guard
 # (Sample.guard_allowed); part of build keys
-VERIFY_SCHEME = 7  # 3: null fill first (fail fast, budgets, pytest order), shared ground truth; 4: exact
+VERIFY_SCHEME = 8  # 3: null fill first (fail fast, budgets, pytest order), shared ground truth; 4: exact
 # exclusions with a selection, no example files collected as modules, duplicate node ids; 5: an enforcing
 # ground-truth round whenever the recording round saw something (whatever gt_runs), null fills unguarded,
 # ground-truth runs shared only by candidates with the same test files (by_test_files); 6: the coverage run is
 # one of the baseline runs, hypothesis' wall-clock checks lifted in every run; 7: phase budgets recorded
-# (Sample.phase_budget_s); part of build keys
+# (Sample.phase_budget_s); 8: no budgets in samples (measurements apart, CPU seconds from our plugin), a
+# ground-truth round that timed out runs again with a wider limit, baseline tests that flipped are re-run on
+# their own before they are excluded; part of build keys
 
 
 @dataclass(frozen=True)
@@ -71,6 +75,9 @@ class Outcome:
     detail: str = ""
     null_s: float = 0.0  # the null fill's run (wall seconds)
     gt_cost: tuple[tuple[str, tuple[float, ...]], ...] = ()  # (group, wall seconds of the ground-truth runs it shared)
+    timing: SampleTiming | None = None  # what its ground truth's runs measured (kept samples)
+    test_s: tuple[tuple[str, float], ...] = ()  # its judged tests' CPU seconds
+    widened: int = 0  # ground-truth rounds that timed out and ran again with a wider limit
 
 
 def precheck(sample: Sample) -> Outcome | None:
@@ -82,12 +89,17 @@ def precheck(sample: Sample) -> Outcome | None:
     return None
 
 
-def check_null(sample: Sample, config: JudgeConfig) -> tuple[Sample, Outcome | None]:
+def null_budget(estimate_s: float) -> Budget:
+    """The budget of a null fill's run, from the baseline's CPU seconds for its judged tests."""
+    return Budget(run_s=time_budget(estimate_s), origin="estimated")
+
+
+def check_null(sample: Sample, config: JudgeConfig, budget: Budget | None = None) -> tuple[Sample, Outcome | None]:
     """(the sample with the tests that failed on its null fill first, a `null_failed` outcome: it goes on)
-    or (sample, the drop)."""
+    or (sample, the drop).  `budget`: the run's (estimated from the baseline); None: `config.timeout_s`."""
     fill = null_fill(sample)
-    null = judge_safely(sample, fill, replace(config, guard="off", timeout_s=None if sample.time_budget_s else
-                                              config.timeout_s, fail_fast=True, known_verdicts=False))
+    null = judge_safely(sample, fill, replace(config, guard="off", timeout_s=None if budget else config.timeout_s,
+                                              fail_fast=True, known_verdicts=False), budget=budget)
     if null.reason == "error":
         return sample, Outcome(sample, False, "harness_error", detail=null.detail, null_s=null.duration_s)
     if null.passed:
@@ -98,9 +110,10 @@ def check_null(sample: Sample, config: JudgeConfig) -> tuple[Sample, Outcome | N
     return replace(sample, judged_tests=order), Outcome(sample, True, "null_failed", null_s=null.duration_s)
 
 
-def _null_safely(sample: Sample, config: JudgeConfig) -> tuple[Sample, Outcome | None]:
+def _null_safely(item: tuple[Sample, Budget | None], config: JudgeConfig) -> tuple[Sample, Outcome | None]:
+    sample, budget = item
     try:
-        return check_null(sample, config)
+        return check_null(sample, config, budget)
     except Exception as exc:  # noqa: BLE001 - one sample never ends a repository's verification
         return sample, Outcome(sample, False, "harness_error", detail=f"{type(exc).__name__}: {exc}\n"
                                                                        f"{traceback.format_exc()[-2000:]}")
@@ -116,22 +129,19 @@ def _ground_truth_safely(group: list[Sample], config: JudgeConfig, gt_runs: int)
 
 def _outcome(g: GroundTruth, null_s: float) -> Outcome:
     return Outcome(g.sample, g.passed, "kept" if g.passed else g.reason, g.runs_s, g.detail, null_s,
-                   g.costs)
+                   g.costs, g.timing, g.test_s, g.widened)
 
 
 def with_selection(samples: list[Sample], cov: CoverageMap, graph: ImportGraph, judgeable: tuple[str, ...],
-                   floor: Mapping[str, str] | None = None,
-                   estimate: Callable[[tuple[str, ...]], float] | None = None) -> list[Sample]:
+                   floor: Mapping[str, str] | None = None) -> list[Sample]:
     """Samples with their judged tests (in order of priority); `floor` maps a fill type to the narrowest
     rule allowed for it ("coverage" by default; "importers" or "suite" widen the selection for that kind
-    of sample); `estimate(tests)` (the baseline's seconds for a run of them) gives the time budget that
-    bounds the null fill's run (verification replaces it with the ground truth's own)."""
+    of sample)."""
     out = []
     for s in samples:
         minimum_rule = (floor or {}).get(s.fill_type, "coverage")
         tests, rule = select_tests(s.file_name, s.prefix_code, s.middle_code, cov, graph, judgeable, minimum_rule)
-        budget = time_budget(estimate(tests)) if estimate is not None and tests else 0.0
-        out.append(replace(s, judged_tests=tests, selection_rule=rule, time_budget_s=budget))
+        out.append(replace(s, judged_tests=tests, selection_rule=rule))
     return out
 
 
@@ -142,11 +152,13 @@ def verify_one(sample: Sample, config: JudgeConfig, gt_runs: int = 3) -> Outcome
 
 def verify_samples(samples: list[Sample], config: JudgeConfig, *, workers: int, gt_runs: int = 3,
                    progress: bool = True, label: str = "verify", executor: Executor | None = None,
-                   record: RepoRecord | None = None) -> list[Outcome]:
+                   record: RepoRecord | None = None,
+                   estimate: Callable[[tuple[str, ...]], float] | None = None) -> list[Outcome]:
     """One outcome per sample, in the order of `samples` (see the module doc for the steps).  On
     `executor` (default: `workers` local threads); `record` lets a remote node make the repository's
-    environment.  A sample its node could not verify (environment not made there, node lost) is a
-    `harness_error`, never a ground-truth failure."""
+    environment; `estimate(tests)` (the baseline's CPU seconds for a run of them) gives the budget of a
+    null fill's run (None: `config.timeout_s`).  A sample its node could not verify (environment not made
+    there, node lost) is a `harness_error`, never a ground-truth failure."""
     if not samples:
         return []
     executor = executor or LocalExecutor(workers)
@@ -158,14 +170,16 @@ def verify_samples(samples: list[Sample], config: JudgeConfig, *, workers: int, 
         if dropped is not None:
             found[s.sample_id] = dropped
         else:
-            todo.append(replace(s, context_code=()))  # the context is not needed to judge
+            budget = null_budget(estimate(s.judged_tests)) if estimate is not None else None
+            todo.append((replace(s, context_code=()), budget))  # the context is not needed to judge
     with tqdm(total=len(samples), desc=label, unit="sample", disable=not progress, leave=False) as bar:
         bar.update(len(found))
         survivors, null_s = [], {}
-        for done in _on(executor, partial(_null_safely, config=config), todo, record, config):
+        for done in _on(executor, partial(_null_safely, config=config), todo, record, config,
+                        key=lambda item: item[0].env_key):
             if done.error:
-                found[done.item.sample_id] = Outcome(by_id[done.item.sample_id], False, "harness_error",
-                                                     detail=done.error)
+                found[done.item[0].sample_id] = Outcome(by_id[done.item[0].sample_id], False, "harness_error",
+                                                        detail=done.error)
                 bar.update(1)
                 continue
             sample, checked = done.value
@@ -175,7 +189,7 @@ def verify_samples(samples: list[Sample], config: JudgeConfig, *, workers: int, 
             else:
                 survivors.append(sample)
                 null_s[sample.sample_id] = checked.null_s
-        rank = {s.sample_id: n for n, s in enumerate(todo)}
+        rank = {s.sample_id: n for n, (s, _) in enumerate(todo)}
         survivors.sort(key=lambda s: rank[s.sample_id])  # the order of `samples`, whatever order they landed in
         groups = by_test_files(survivors)
         for done in _on(executor, partial(_ground_truth_safely, config=config, gt_runs=gt_runs), groups, record,
@@ -245,6 +259,8 @@ def verify_report(outcomes: list[Outcome], kept: list[Sample], suite_tests: int,
         "null_runs": sum(o.null_s > 0 for o in outcomes), "null_runs_s": round(sum(o.null_s for o in outcomes), 1),
         "gt_runs": sum(len(runs) for runs in shared.values()),
         "gt_runs_s": round(sum(sum(runs) for runs in shared.values()), 1),
+        # ground-truth rounds that hit the wall-clock limit and ran again with a wider one (a loaded machine)
+        "gt_widened": sum(o.widened for o in outcomes),
         # per kept sample: the median of its ground-truth runs (the statistics' ground-truth run time)
         "kept_gt_run_s": {o.sample.sample_id: round(statistics.median(o.gt_runs_s), 3) for o in outcomes
                           if o.sample.sample_id in kept_ids and o.gt_runs_s},

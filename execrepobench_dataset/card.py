@@ -42,8 +42,6 @@ FIELD_DOCS = {
     "seed": "seed of the builder's random choices", "builder_version": "version of the builder that made the sample",
     "test_command": "argv that runs the repository's tests in its environment",
     "judged_tests": "pytest node ids judging the sample (ground truth passes, a null fill fails); empty: whole suite",
-    "time_budget_s": "seconds a judged run may take, from the ground truth's own runs at verification (0: not recorded)",
-    "phase_budget_s": "CPU seconds collection or any one judged test may take, from the same runs (0: not recorded)",
     "guard_allowed": "audit events the ground truth triggers from the masked file; the runtime guard allows only these",
     "excluded_tests": "tests never judged (failing or flaky in the baseline runs, or excluded by the manifest)",
 }
@@ -56,6 +54,7 @@ REPO_FIELD_DOCS = {
     "env": "environment variables of every test run (`K=V`)", "license": "the repository's license, from its metadata",
     "manifest_entry": "the manifest entry (TOML) that built this repository",
     "files": "the repository's Python files `{path, code}` (sorted by path): the context pool, stored once",
+    "exclude_newer": "the date (YYYY-MM-DD, UTC) its lock was resolved against: nothing uploaded later was considered",
 }
 
 

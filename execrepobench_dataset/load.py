@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from .context import ContextResolver
+from .measurements import MEASUREMENTS_FILE, Measurements, read_measurements
 from .record import ContextFile, RecordError, Sample, read_jsonl
 from .repo_record import RepoRecord, read_repo_records
 
@@ -36,6 +37,8 @@ class OpenedDataset:
     kind: str  # "builder", "published" or "samples-file"
     samples: tuple[Sample, ...]
     repositories: tuple[RepoRecord, ...]
+    # What the building machine measured (budgets derive from it at judging time); never in the fingerprint.
+    measurements: tuple[Measurements, ...] = ()
 
     def repository(self, name: str) -> RepoRecord | None:
         return next((r for r in self.repositories if r.repo_name == name), None)
@@ -48,6 +51,9 @@ class OpenedDataset:
         """The sample's ranked context files, whichever form it stores them in (`ranked_context`)."""
         return self.resolver.context(sample)
 
+    def measurements_by_env(self) -> dict[str, Measurements]:
+        return {m.env_key: m for m in self.measurements}
+
     @property
     def fingerprint(self) -> str:
         return dataset_fingerprint(self.samples, self.repositories)
@@ -56,7 +62,8 @@ class OpenedDataset:
 def dataset_fingerprint(samples: Iterable[Sample], repositories: Iterable[RepoRecord]) -> str:
     """sha256 over every sample then every repository record, each as canonical JSON (sorted keys,
     UTF-8) on one line, samples sorted by sample_id and records by repo_name.  Independent of the
-    form (JSONL, parquet, Hub) and of the machine; `execrepobench fingerprint DIR_OR_HUB_ID` prints it."""
+    form (JSONL, parquet, Hub) and of the machine; `execrepobench fingerprint DIR_OR_HUB_ID` prints it.
+    Content only: what a machine measured (`measurements.jsonl`) is not part of it."""
     digest = hashlib.sha256()
     for part, rows in (("samples", sorted(samples, key=lambda s: s.sample_id)),
                        ("repositories", sorted(repositories, key=lambda r: r.repo_name))):
@@ -79,7 +86,7 @@ def _read_parquet_rows(folder: Path) -> list[dict]:
 def _snapshot(repo_id: str, revision: str | None) -> Path:
     import huggingface_hub
 
-    patterns = ["README.md", f"data/{SAMPLES_CONFIG}/*", f"data/{REPOS_CONFIG}/*"]
+    patterns = ["README.md", f"data/{SAMPLES_CONFIG}/*", f"data/{REPOS_CONFIG}/*", MEASUREMENTS_FILE]
     return Path(huggingface_hub.snapshot_download(repo_id=repo_id, repo_type="dataset", revision=revision,
                                                   allow_patterns=patterns))
 
@@ -120,7 +127,12 @@ def open_dataset(dataset: str | Path, revision: str | None = None) -> OpenedData
         samples = list(read_jsonl(samples_file))
         repos = list(read_repo_records(repos_file)) if repos_file.is_file() else []
         folder = samples_file.parent
-    return OpenedDataset(str(dataset), folder, kind, tuple(samples), tuple(repos))
+    measured = folder / MEASUREMENTS_FILE
+    try:
+        measurements = tuple(read_measurements(measured)) if measured.is_file() else ()
+    except RecordError as exc:
+        raise RecordError(f"dataset {dataset}: {exc}") from None
+    return OpenedDataset(str(dataset), folder, kind, tuple(samples), tuple(repos), measurements)
 
 
 def _config(config: str) -> str:

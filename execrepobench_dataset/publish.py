@@ -19,6 +19,7 @@ from .card import render_card
 from .context import ContextResolver
 from .figures import write_charts
 from .instruct_record import InstructRecord, instruct_features
+from .measurements import MEASUREMENTS_FILE, read_measurements, write_measurements
 from .load import INSTRUCT_CONFIG, REPOS_CONFIG, REPOS_FILE, SAMPLES_CONFIG, dataset_fingerprint
 from .publish_inputs import PublishError, check_repositories, iter_records, read_json, read_records
 from .record import Sample, features
@@ -161,6 +162,9 @@ def publish(samples_dir: Path, out_dir: Path, *, instruct_dir: Path | None = Non
                             **({"default": True} if name == SAMPLES_CONFIG else {})})
             summary["configs"][name] = {"split": split, "num_examples": count, "bytes": size, "arrow_bytes": num_bytes,
                                         "files": sorted(p.name for p in folder.iterdir())}
+        measured = samples_path.parent / MEASUREMENTS_FILE  # what the building machine measured: beside the data
+        if measured.is_file():
+            summary["measurements"] = write_measurements(list(read_measurements(measured)), tmp / MEASUREMENTS_FILE)
         charts = write_charts(stats, tmp / CHARTS_DIR)
         meta = {"pretty_name": "ExecRepoBench", "license": license, "task_categories": ["text-generation"],
                 "tags": TAGS, "size_categories": [next((c for limit, c in SIZE_CATEGORIES if len(samples) < limit),

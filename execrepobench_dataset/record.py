@@ -59,12 +59,6 @@ class Sample:
     judged_tests: tuple[str, ...] = ()
     excluded_tests: tuple[str, ...] = ()
     selection_rule: str = ""
-    # Seconds a judged run may take: from the ground-truth runs measured during verification
-    # (0.0: none recorded; the metric then uses its default timeout).
-    time_budget_s: float = 0.0
-    # CPU seconds one phase of a judged run may take - collection, or one test (setup, call, teardown) -
-    # from the same runs (0.0: none recorded; the whole run's budget still applies).
-    phase_budget_s: float = 0.0
     # Audit events the ground truth itself triggers from the masked file during its judged run
     # (recorded at verification); the runtime guard allows these and fails any other as tampering.
     guard_allowed: tuple[str, ...] = ()
@@ -98,6 +92,9 @@ class Sample:
         missing = sorted(required - set(data))
         if missing:
             raise RecordError(f"record {where}: missing field(s) {', '.join(missing)}")
+        # Budgets were once stored in the sample; they are measurements, not content, and live in the
+        # repository's measurements now (execrepobench_dataset.measurements): old records' values are dropped.
+        data = {k: v for k, v in data.items() if k not in LEGACY_MEASURED_FIELDS}
         unknown = sorted(set(data) - names)
         if unknown:
             raise RecordError(f"record {where}: unknown field(s) {', '.join(unknown)}")
@@ -112,15 +109,12 @@ class Sample:
         for key in _LIST_FIELDS:
             if key in kwargs:
                 kwargs[key] = tuple(kwargs[key] or ())
-        for key in _BUDGET_FIELDS:
-            if isinstance(kwargs.get(key), int) and not isinstance(kwargs[key], bool):
-                kwargs[key] = float(kwargs[key])
         if "context_scores" in kwargs:
             kwargs["context_scores"] = tuple(float(x) if type(x) is int else x for x in kwargs["context_scores"] or ())
         return cls(**kwargs)
 
 
-_BUDGET_FIELDS = ("time_budget_s", "phase_budget_s")
+LEGACY_MEASURED_FIELDS = ("time_budget_s", "phase_budget_s")
 _LIST_FIELDS = ("test_command", "judged_tests", "excluded_tests", "guard_allowed", "context_paths")
 _STR_FIELDS = ("sample_id", "repo_name", "repo_source", "file_name", "prefix_code", "middle_code",
                "suffix_code", "fill_type", "node_type", "env_key", "builder_version", "selection_rule")
@@ -144,10 +138,6 @@ def validate(sample: Sample) -> None:
                           f"do not match prefix/middle ({start}..{end})")
     if "\\" in sample.file_name or sample.file_name.startswith("/"):
         raise RecordError(f"{where}: file_name {sample.file_name!r} must be a repo-relative POSIX path")
-    for name in _BUDGET_FIELDS:
-        budget = getattr(sample, name)
-        if not isinstance(budget, float) or budget != budget or budget < 0:
-            raise RecordError(f"{where}: field {name} must be a non-negative float, got {budget!r}")
     for name in _LIST_FIELDS:
         if not all(isinstance(x, str) for x in getattr(sample, name)):
             raise RecordError(f"{where}: field {name} must be a list of strings")

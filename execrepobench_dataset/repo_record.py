@@ -24,15 +24,20 @@ _ENV_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 _PATH_SOURCE_RE = re.compile(r"^path:[A-Za-z0-9][A-Za-z0-9._-]*#tree=[0-9a-f]{64}$")
 
 
-def environment_key(python: str, repo_source: str, lock: Iterable[str]) -> str:
-    """sha256 over the canonical JSON of {schema, python X.Y, pinned source, lock lines}.
+def environment_key(python: str, repo_source: str, lock: Iterable[str], exclude_newer: str = "") -> str:
+    """sha256 over the canonical JSON of {schema, python X.Y, pinned source, lock lines[, the lock's
+    resolution date]}.
 
     The one definition of an environment's identity, used by the builder, `prepare` and the metric.
+    `exclude_newer`: the date the lock was resolved against (`uv pip compile --exclude-newer`); records
+    made before locks were date-bound have none, and their keys stay what they were.
     """
     if not _PYTHON_RE.match(python or ""):
         raise RecordError(f"environment key: python must be MAJOR.MINOR like '3.11', got {python!r}")
-    blob = json.dumps({"schema": ENV_KEY_SCHEMA, "python": python, "source": repo_source, "lock": list(lock)},
-                      sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    data = {"schema": ENV_KEY_SCHEMA, "python": python, "source": repo_source, "lock": list(lock)}
+    if exclude_newer:
+        data["exclude_newer"] = exclude_newer
+    blob = json.dumps(data, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:ENV_KEY_CHARS]
 
 
@@ -41,7 +46,7 @@ class RepoRecord:
     repo_name: str
     repo_source: str  # pinned: "pypi:NAME==VER#sha256=HEX", "git:URL@COMMIT", "path:NAME#tree=HEX"
     python: str  # "3.11"
-    env_key: str  # environment_key(python, repo_source, lock)
+    env_key: str  # environment_key(python, repo_source, lock, exclude_newer)
     lock: tuple[str, ...]  # requirement lines: "name==version --hash=sha256:... ..."
     test_command: tuple[str, ...]  # as in the samples: [env K=V] python -m pytest ... -- paths
     test_paths: tuple[str, ...] = ()
@@ -53,6 +58,9 @@ class RepoRecord:
     # The context pool: every Python file of the repository (path + code, sorted by path), stored once
     # here; samples name their ranked context by path (`Sample.context_paths`).  Not part of env_key.
     files: tuple[ContextFile, ...] = ()
+    # The date (YYYY-MM-DD) the lock was resolved against: no package uploaded after it was considered
+    # (`uv pip compile --exclude-newer`); "" for records made before locks were date-bound.  Part of env_key.
+    exclude_newer: str = ""
 
     def __post_init__(self) -> None:
         validate(self)
@@ -64,7 +72,7 @@ class RepoRecord:
     @property
     def key_matches(self) -> bool:
         """The record's env_key is the hash of its own python, source and lock."""
-        return self.env_key == environment_key(self.python, self.repo_source, self.lock)
+        return self.env_key == environment_key(self.python, self.repo_source, self.lock, self.exclude_newer)
 
     def to_dict(self) -> dict[str, Any]:
         d = {f.name: (list(v) if isinstance(v := getattr(self, f.name), tuple) else v)
@@ -103,7 +111,7 @@ class RepoRecord:
 
 
 _LIST_FIELDS = ("lock", "test_command", "test_paths", "pytest_args", "excluded_tests", "env")
-_STR_FIELDS = ("repo_name", "repo_source", "python", "env_key", "license", "manifest_entry")
+_STR_FIELDS = ("repo_name", "repo_source", "python", "env_key", "license", "manifest_entry", "exclude_newer")
 
 
 def validate(record: RepoRecord) -> None:

@@ -20,12 +20,14 @@ from execrepobench_dataset.load import open_dataset
 from execrepobench_dataset.record import Sample
 from execrepobench_dataset.repo_record import RepoRecord
 
+from .budget import budgets_for
 from .engine import EngineConfig, judge_all, require_opt_in
 from .environments import environment_record
 from .evidence import default_root
 from .executors import ExecutorConfig, open_executor, require_executor
 from .inputs import SELECTIONS, InputError, check_inputs, check_prediction  # noqa: F401  (SELECTIONS: public here)
 from .judge import REASONS, JudgeConfig
+from .measured import describe, measurements_for
 from .prepare import EnvironmentsMissing, PrepareConfig, ensure_prepared
 from .scoring import edit_similarity, latex_row, summarize
 
@@ -120,8 +122,10 @@ def compute(predictions: Sequence[Any], references: Sequence[Any], *, k: Sequenc
                         PrepareConfig(workers=config.workers, allow_weak_sandbox=allow_weak_sandbox, progress=progress))
     else:  # the nodes make what they lack, from the records
         records = repository_records(samples, dataset)
+    shipped = open_dataset(dataset).measurements_by_env() if dataset is not None else {}
+    budgets = budgets_for(samples, measurements_for(samples, shipped)) if timeout is None else {}
     with open_executor(config.executor, config.workers) as running:
-        verdicts, note = judge_all(samples, completions, config, executor=running, records=records)
+        verdicts, note = judge_all(samples, completions, config, executor=running, records=records, budgets=budgets)
         cluster = running.report()
     passed = [[v.passed for v in row] for row in verdicts]
     result: dict[str, Any] = summarize(samples, passed, completions, ks=tuple(k))
@@ -133,6 +137,7 @@ def compute(predictions: Sequence[Any], references: Sequence[Any], *, k: Sequenc
     result["sandbox"] = verdicts[0][0].sandbox if verdicts and verdicts[0] else ""
     result["sandbox_note"] = note
     result["executor"] = cluster  # where the judgements ran: items and environments per node
+    result["budgets"] = describe(samples, budgets, timeout)  # what limited the runs (never a silent default)
     result["latex"] = latex_row(result, model_name)
     result["details"] = [
         {**v.to_dict(), "completion_index": j, "fill_type": s.fill_type, "repo_name": s.repo_name,

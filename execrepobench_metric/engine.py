@@ -26,14 +26,16 @@ from tqdm import tqdm
 from execrepobench_dataset.record import Sample
 from execrepobench_dataset.repo_record import RepoRecord
 
+from .budget import Budget
 from .evidence import EvidenceStore, pack_folder, unpack_folder
 from .executors import Batch, Executor, ExecutorConfig, open_executor, split
 from .isolation import decide_isolation
 from .judge import JudgeConfig, Verdict, judge_safely
 from .layout import cache_root
 
-ENGINE_VERSION = "5"  # 3: the in-process guard (and the execution layer's isolation); 4: budgets, fail fast;
-# 5: phase budgets, hypothesis' wall-clock checks lifted, failure messages in the detail
+ENGINE_VERSION = "6"  # 3: the in-process guard (and the execution layer's isolation); 4: budgets, fail fast;
+# 5: phase budgets, hypothesis' wall-clock checks lifted, failure messages in the detail; 6: budgets derived at
+# judging time from the build's measurements (per-test and collection phase budgets)
 EXEC_ENV_VAR = "EXECREPOBENCH_ALLOW_EXEC"
 OPT_IN_MESSAGE = (
     "ExecRepoBench executes model-generated code against repository tests. Opt in explicitly with the "
@@ -65,12 +67,12 @@ def require_opt_in(allow_exec: bool | None) -> None:
         raise ExecutionNotAllowed(OPT_IN_MESSAGE)
 
 
-def result_key(sample: Sample, completion: str, config: JudgeConfig) -> str:
+def result_key(sample: Sample, completion: str, config: JudgeConfig, budget: Budget | None = None) -> str:
     completed = sample.prefix_code + completion + sample.suffix_code
     parts = [ENGINE_VERSION, sample.sample_id, sample.env_key, hashlib.sha256(completed.encode()).hexdigest(),
              config.selection, list(sample.judged_tests), list(sample.excluded_tests), list(sample.test_command),
              str(config.isolation), config.timeout_s, config.guard, list(sample.guard_allowed),
-             sample.time_budget_s, sample.phase_budget_s, config.fail_fast]
+             budget.key() if budget is not None and config.timeout_s is None else None, config.fail_fast]
     return hashlib.sha256(json.dumps(parts).encode()).hexdigest()
 
 
@@ -146,33 +148,37 @@ class JudgeItem:
     completion: str
     index: int  # completion index (names the evidence folder)
     folder: str | None = None  # evidence folder, when the item runs on this machine
+    budget: Budget | None = None  # the run's CPU budgets (None: the default timeout)
 
 
 def judge_item(item: JudgeItem, config: JudgeConfig, ship_evidence: bool) -> tuple[Verdict, dict[str, bytes]]:
     """Runs where the executor puts it.  (verdict, evidence files to send home: when `item.folder` is
     None and the evidence is wanted - always for an `error` verdict)."""
     if item.folder is not None:
-        return judge_safely(item.sample, item.completion, config, evidence=Path(item.folder)), {}
+        return judge_safely(item.sample, item.completion, config, evidence=Path(item.folder), budget=item.budget), {}
     with tempfile.TemporaryDirectory(prefix="execrepobench-evidence-") as tmp:
-        verdict = judge_safely(item.sample, item.completion, config, evidence=Path(tmp) / "run")
+        verdict = judge_safely(item.sample, item.completion, config, evidence=Path(tmp) / "run", budget=item.budget)
         files = pack_folder(Path(tmp) / "run") if ship_evidence or verdict.reason == "error" else {}
     return verdict, files
 
 
 def judge_all(samples: Sequence[Sample], completions: Sequence[Sequence[str]], config: EngineConfig = EngineConfig(),
               *, executor: Executor | None = None,
-              records: Mapping[str, RepoRecord] | None = None) -> tuple[list[list[Verdict]], str]:
+              records: Mapping[str, RepoRecord] | None = None,
+              budgets: Mapping[str, Budget] | None = None) -> tuple[list[list[Verdict]], str]:
     """Verdicts for every completion of every sample, plus a note on the isolation used.
 
     Runs on `executor` (default: the one `config.executor` names, opened and closed here); `records`
-    (env key -> repository record) let an executor's nodes make the environments they lack."""
+    (env key -> repository record) let an executor's nodes make the environments they lack; `budgets`
+    (sample id -> budget, `budget.budgets_for`): a sample without one gets the default timeout."""
+    budgets = budgets or {}
     validate_inputs(samples, completions)
     require_opt_in(config.allow_exec)
     isolation, note = decide_isolation(config.allow_weak_sandbox)
     jconf = replace(config.judge, isolation=isolation)
     if executor is None:
         with open_executor(config.executor, config.workers) as own:
-            return judge_all(samples, completions, config, executor=own, records=records)
+            return judge_all(samples, completions, config, executor=own, records=records, budgets=budgets)
     cache = ResultCache() if config.use_cache else None
     journal = Journal(config.journal)
     store = EvidenceStore(config.artifacts, config.keep_artifacts)
@@ -180,7 +186,7 @@ def judge_all(samples: Sequence[Sample], completions: Sequence[Sequence[str]], c
     groups: dict[str, list[tuple[int, int]]] = {}  # result key -> positions sharing it
     for i, (sample, comps) in enumerate(zip(samples, completions)):
         for j, comp in enumerate(comps):
-            key = result_key(sample, comp, jconf)
+            key = result_key(sample, comp, jconf, budgets.get(sample.sample_id))
             if (sample.sample_id, j, key) in journal.done:  # same completion judged before the interruption
                 results[i][j] = journal.done[(sample.sample_id, j, key)]
                 continue
@@ -204,7 +210,8 @@ def judge_all(samples: Sequence[Sample], completions: Sequence[Sequence[str]], c
         else:
             i, j = groups[key][0]
             folder = str(store.folder(samples[i].sample_id, j)) if executor.shares_filesystem else None
-            todo.append(JudgeItem(key, replace(samples[i], context_code=()), completions[i][j], j, folder))
+            todo.append(JudgeItem(key, replace(samples[i], context_code=()), completions[i][j], j, folder,
+                                  budgets.get(samples[i].sample_id)))
     fn = partial(judge_item, config=jconf, ship_evidence=store.keep_all)
     landed: set[str] = set()
     for done in executor.map(fn, _batches(todo, samples, records or {}, config.executor, executor), jconf):

@@ -151,7 +151,7 @@ def ensure_environment(record: RepoRecord) -> Environment:
     SourceError naming the repository."""
     if not record.key_matches:
         raise EnvError(f"{record.repo_name}: env_key {record.env_key} is not the hash of the record's python, "
-                       f"source and lock ({environment_key(record.python, record.repo_source, record.lock)}): "
+                       f"source and lock ({environment_key(record.python, record.repo_source, record.lock, record.exclude_newer)}): "
                        "the record was changed after it was made")
     with _locked(record.env_key):
         found = find_environment(record.env_key)

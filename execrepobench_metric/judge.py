@@ -27,7 +27,7 @@ from pathlib import Path
 
 from execrepobench_dataset.record import Sample
 
-from .budget import PHASE_MARK, out_of_budget, phase_env, run_limits
+from .budget import PHASE_MARK, Budget, out_of_budget, run_limits
 from .environments import find_environment
 from .guard import GUARD_MODES, GuardSetup
 from .guard_verdict import guarded_run
@@ -106,23 +106,25 @@ def judged_tests(sample: Sample, selection: str) -> tuple[str, ...]:
 
 def known_verdict(sample: Sample, completed: str, config: JudgeConfig) -> str | None:
     """The detail of a known verdict, when the completion is the ground truth of a verified sample
-    (it carries a time budget: only verification records one) judged on its own judged tests."""
+    (it has its judged tests and the rule that selected them) judged on its own judged tests."""
     if not (config.known_verdicts and config.selection == "judged" and sample.judged_tests
-            and sample.time_budget_s > 0 and completed == sample.original_code):
+            and sample.selection_rule and completed == sample.original_code):
         return None
     return ("known verdict, not run again: the completed file is byte-identical to the original (the ground "
             "truth), which passed these judged tests in every verification run")
 
 
-def judge(sample: Sample, completion: str, config: JudgeConfig, evidence: Path | None = None) -> Verdict:
-    return judge_run(sample, completion, config, evidence)[0]
+def judge(sample: Sample, completion: str, config: JudgeConfig, evidence: Path | None = None,
+          budget: Budget | None = None) -> Verdict:
+    return judge_run(sample, completion, config, evidence, budget=budget)[0]
 
 
 def judge_run(sample: Sample, completion: str, config: JudgeConfig, evidence: Path | None = None, *,
-              also_masked: tuple[str, ...] = ()) -> tuple[Verdict, PytestRun | None]:
+              also_masked: tuple[str, ...] = (), budget: Budget | None = None) -> tuple[Verdict, PytestRun | None]:
     """The verdict, and the pytest run it was read from (None when nothing ran: a syntax error, a
     missing environment, a known verdict).  `also_masked`: more files the guard watches as the judged
-    code (verification's ground-truth runs shared by the candidates of several files)."""
+    code (verification's ground-truth runs shared by the candidates of several files).  `budget`: the
+    run's CPU budgets (`budget.py`; None: the default timeout, unless `config.timeout_s` is set)."""
     start = time.monotonic()
     completed = sample.prefix_code + completion + sample.suffix_code
     guard_events: tuple[str, ...] = ()  # set once the guarded run is read (late-bound in mk)
@@ -145,25 +147,26 @@ def judge_run(sample: Sample, completion: str, config: JudgeConfig, evidence: Pa
         return mk(True, "passed", detail=known)
     python, root = env.python, env.root
     select = judged_tests(sample, config.selection)
-    wall_s, limits = run_limits(sample.time_budget_s, config.timeout_s, config.limits)
+    budget = budget if config.timeout_s is None else None  # an explicit timeout replaces every budget
+    wall_s, limits = run_limits(budget, config.timeout_s, config.limits)
     # A selection is exact (our plugin keeps these ids); pytest's --deselect matches node-id prefixes, so
     # deselecting an excluded `test_x` would also drop a judged `test_x_y` (babel, pydash).
     inv = PytestInvocation.from_test_command(
         sample.test_command, python=python, root=root, select=select,
         deselect=() if select else sample.excluded_tests, timeout_s=wall_s,
         max_fail=1 if config.fail_fast else 0)
-    # each phase's own CPU budget (collection, one test): measured on the judged tests' run only
-    inv = replace(inv, env={**inv.env, **phase_env(sample.phase_budget_s if select else 0.0, config.timeout_s)})
+    # each phase's own CPU budget (collection, each test): measured on the judged tests' run only
+    inv = replace(inv, phase_budgets=budget.phase_budgets() if budget is not None and select else None)
     readonly = tuple(p for p in protected_paths(root, inv.test_paths) + collected_files(select)
                      if p != sample.file_name)
     guard = None if config.guard == "off" else GuardSetup(config.guard, sample.file_name, sample.guard_allowed,
                                                           also_masked)
     run = run_pytest(inv, isolation=config.isolation, replacement=(sample.file_name, completed), readonly=readonly,
                      limits=limits, evidence=evidence, guard=guard)
-    if out_of_budget(run.exit_code, config.timeout_s is None and sample.time_budget_s > 0):  # CPU budget spent
+    if out_of_budget(run.exit_code, budget is not None):  # CPU budget spent
         tail = run.process.stderr_tail[-config.stderr_cap:]
         return mk(False, "timeout", stderr_tail=tail,
-                  detail=f"used up its time budget of {limits.cpu_seconds} CPU seconds (the sample's time_budget_s)")
+                  detail=f"used up its time budget of {limits.cpu_seconds} CPU seconds ({_origin(budget)})")
     run, decided = guarded_run(run)
     tail = run.process.stderr_tail[-config.stderr_cap:]
     if run.guard is not None:
@@ -171,7 +174,7 @@ def judge_run(sample: Sample, completion: str, config: JudgeConfig, evidence: Pa
     ended_early = (decided is not None and decided[0] == "crashed") or (decided is None and not run.finished)
     if ended_early and PHASE_MARK in run.process.stderr_tail:  # the phase budget ran out in a conftest's import
         return mk(False, "timeout", stderr_tail=tail, detail=f"pytest did not finish its session: "
-                  f"{PHASE_MARK} (the sample's phase budget, {sample.phase_budget_s:g} CPU seconds)")
+                  f"{PHASE_MARK} (collection's budget, {budget.collect_s if budget else 0:g} CPU seconds)")
     if decided is not None:
         return mk(False, decided[0], stderr_tail=tail, detail=decided[1])
     if run.process.timed_out:
@@ -208,18 +211,25 @@ def judge_run(sample: Sample, completion: str, config: JudgeConfig, evidence: Pa
     return mk(True, "passed")
 
 
+def _origin(budget: Budget) -> str:
+    if budget.origin == "measured":
+        return f"from the build's measurements, x{budget.scale:g} for this machine"
+    return "estimated from the baseline"
+
+
 def _said(messages: dict[str, str], tests: tuple[str, ...]) -> str:
     """"; <first test>: <its failure message>" for a verdict's detail (what a person reads first)."""
     first = next((t for t in tests if messages.get(t)), None)
     return f"; {first}: {messages[first]}" if first else ""
 
 
-def judge_safely(sample: Sample, completion: str, config: JudgeConfig, evidence: Path | None = None) -> Verdict:
+def judge_safely(sample: Sample, completion: str, config: JudgeConfig, evidence: Path | None = None,
+                 budget: Budget | None = None) -> Verdict:
     """`judge`, except that any exception becomes an `error` verdict (the harness's fault, never the
     model's) carrying the exception and its traceback: one judgement never ends an evaluation."""
     start = time.monotonic()
     try:
-        return judge(sample, completion, config, evidence)
+        return judge(sample, completion, config, evidence, budget)
     except Exception as exc:  # noqa: BLE001 - the boundary of one unit of work
         text = traceback.format_exc()
         return Verdict(sample.sample_id, False, "error", duration_s=time.monotonic() - start,

@@ -26,6 +26,7 @@ from execrepobench_dataset.repo_record import RepoRecord
 from .environments import ensure_environment, find_environment
 from .fills import null_fill
 from .isolation import decide_isolation
+from .measured import keep as keep_measurements
 from .judge import JudgeConfig, judge
 from .layout import cache_root
 
@@ -163,6 +164,9 @@ def prepare_dataset(dataset: str, repos: Sequence[str] = (), config: PrepareConf
     records = [r for r in opened.repositories if r.repo_name in wanted]
     without = sorted(wanted - {r.repo_name for r in records})
     statuses = prepare_records(records, opened.samples, config) if records else []
+    for measured in opened.measurements:  # judging these samples by record later finds their budgets' data
+        if measured.repo_name in wanted:
+            keep_measurements(measured)
     key_of = {s.repo_name: s.env_key for s in opened.samples}
     statuses += [RepoStatus(name, key_of.get(name, ""), False, "the dataset has no repository record for it "
                             "(made by a builder without repositories.jsonl: rebuild and publish again)")

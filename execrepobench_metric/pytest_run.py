@@ -54,6 +54,8 @@ class PytestInvocation:
     coverage_data: Path | None = None  # when set: run under coverage.py, one context per test
     collect_only: bool = False
     max_fail: int = 0  # stop after this many failing tests (0: run everything); the verdict is decided then
+    # CPU seconds per phase, for our plugin: {"collect": s, "tests": {node id: s}, "default": s} (None: no limits)
+    phase_budgets: Mapping | None = None
 
     def test_command(self) -> tuple[str, ...]:
         """The command a person would type (recorded in samples), without our bookkeeping flags:
@@ -107,6 +109,11 @@ class PytestRun:
     durations: dict[str, float] = field(default_factory=dict)  # collected node id -> junit seconds (estimates only)
     guard: GuardEvidence | None = None  # the guard's stream, when the run was guarded
     messages: dict[str, str] = field(default_factory=dict)  # failed/errored node id -> its message's first line
+    # What the run measured (our plugin; CPU seconds of pytest and the children it waited for): the whole
+    # run, start-up and collection, each test.  None/empty when the run did not finish.
+    cpu_s: float | None = None
+    collect_cpu_s: float | None = None
+    test_cpu_s: dict[str, float] = field(default_factory=dict)
 
     @property
     def exit_code(self) -> int | None:
@@ -116,6 +123,11 @@ class PytestRun:
     def fixed_s(self) -> float:
         """The run's wall seconds outside its tests' junit times: sandbox, interpreter, pytest, collection, report."""
         return max(0.0, self.process.duration_s - sum(self.durations.values()))
+
+    @property
+    def fixed_cpu_s(self) -> float | None:
+        """The run's CPU seconds outside its tests (start-up, collection, report); None when not measured."""
+        return None if self.cpu_s is None else max(0.0, self.cpu_s - sum(self.test_cpu_s.values()))
 
 
 def clean_env(inv: PytestInvocation, *, home: Path) -> dict[str, str]:
@@ -161,6 +173,9 @@ def run_pytest(inv: PytestInvocation, *, isolation: Isolation, replacement: tupl
             (out / "select.json").write_text(json.dumps(list(inv.select)), encoding="utf-8")
             env["EXECREPOBENCH_SELECT"] = str(out / "select.json")
             env["EXECREPOBENCH_TEST_PATHS"] = json.dumps(list(inv.test_paths))  # what a whole-suite run names
+        if inv.phase_budgets:
+            (out / "budgets.json").write_text(json.dumps(dict(inv.phase_budgets)), encoding="utf-8")
+            env["EXECREPOBENCH_BUDGETS"] = str(out / "budgets.json")
         wanted_coverage = inv.coverage_data
         if wanted_coverage is not None:  # written inside the run's writable folder, kept afterwards
             inv = dataclasses.replace(inv, coverage_data=out / "coverage.sqlite")
@@ -222,4 +237,14 @@ def _read_run(out: Path, junit: Path, collect: Path, proc: ProcessResult, timeou
     return PytestRun(results_by_nodeid(collected, junit_results), collected, proc, error, finished=finished,
                      plugin_outcomes=dict(done["outcomes"]) if finished else {}, unmatched=unmatched,
                      durations={t: seconds.get(junit_key(t), 0.0) for t in collected} if seconds else {},
-                     messages=messages)
+                     messages=messages, **_measured(done if finished else None))
+
+
+def _measured(done: dict | None) -> dict:
+    """The plugin's measurements from its `.done` record (numbers only; anything else is dropped)."""
+    if done is None:
+        return {}
+    number = lambda v: float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0 else None  # noqa: E731
+    tests = done.get("test_cpu_s") if isinstance(done.get("test_cpu_s"), dict) else {}
+    return {"cpu_s": number(done.get("cpu_s")), "collect_cpu_s": number(done.get("collect_cpu_s")),
+            "test_cpu_s": {str(k): n for k, v in tests.items() if (n := number(v)) is not None}}

@@ -55,6 +55,20 @@ def run_prepare(args: argparse.Namespace) -> int:
 def add_fingerprint(p: argparse.ArgumentParser) -> None:
     p.add_argument("dataset", help="a builder output folder, a published dataset folder, or a Hub dataset id")
     p.add_argument("--revision", default=None, help="Hub revision of a Hub dataset")
+    p.add_argument("--expect", default=None, metavar="LOCK",
+                   help="check the dataset against a release lock: 'default' or 'quickstart' (the packaged "
+                        "manifests' locks) or a NAME.lock.json file; exit 1 and name the repositories that differ")
+    p.add_argument("--write-lock", type=Path, default=None, metavar="FILE",
+                   help="write the release lock of this build (a builder output folder) of --manifest to FILE")
+    p.add_argument("--manifest", type=Path, default=None, help="with --write-lock: the manifest that was built")
+
+
+def _lock_file(name: str) -> Path:
+    from execrepobench.builder.manifest import default_manifest_path, quickstart_manifest_path
+    from execrepobench.builder.release_lock import packaged_lock
+
+    packaged = {"default": default_manifest_path, "quickstart": quickstart_manifest_path}
+    return packaged_lock(packaged[name]()) if name in packaged else Path(name)
 
 
 def run_fingerprint(args: argparse.Namespace) -> int:
@@ -67,6 +81,27 @@ def run_fingerprint(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     print(opened.fingerprint)
+    if args.write_lock is not None:
+        from execrepobench.builder.release_lock import lock_of
+
+        if args.manifest is None or not args.manifest.is_file():
+            print("error: --write-lock needs --manifest TOML (the manifest this folder was built from)", file=sys.stderr)
+            return 2
+        args.write_lock.write_text(json.dumps(lock_of(opened, args.manifest), indent=1, sort_keys=True) + "\n",
+                                   encoding="utf-8")
+        print(f"wrote {args.write_lock}")
+    if args.expect is not None:
+        from execrepobench.builder.release_lock import check
+
+        path = _lock_file(args.expect)
+        try:
+            lock = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            print(f"error: --expect {args.expect}: cannot read the release lock {path}: {exc}", file=sys.stderr)
+            return 2
+        result = check(opened, lock)
+        print("\n".join(result.lines))
+        return 0 if result.matches else 1
     return 0
 
 

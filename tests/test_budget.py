@@ -4,15 +4,19 @@ import ast
 from dataclasses import replace
 
 from execrepobench.builder.baseline import Baseline
-from execrepobench.builder.ground_truth import estimate_s, with_budgets
+from execrepobench.builder.ground_truth import GroundTruth, estimate_s, measured, with_measurements
 from execrepobench.builder.selection import covering_first
 from execrepobench.builder.workload import HANG_EXPR, KINDS, never_terminating, reformatted, workload
 import pytest
 
+from execrepobench_dataset.measurements import MEASUREMENTS_SCHEME, Measurements, SampleTiming
 from execrepobench_dataset.record import RecordError, Sample
-from execrepobench_metric.budget import (BUDGET_FACTOR, BUDGET_FLOOR_S, DEFAULT_TIMEOUT_S, PHASE_ENV, PHASE_FACTOR,
-                                         PHASE_FLOOR_S, WALL_FLOOR_S, out_of_budget, phase_budget, phase_env,
-                                         run_limits, time_budget)
+from execrepobench_metric import budget as budget_module
+from execrepobench_metric.budget import (BUDGET_FACTOR, BUDGET_FLOOR_S, DEFAULT_TIMEOUT_S, PHASE_FACTOR,
+                                         PHASE_FLOOR_S, TEST_FACTOR, TEST_FLOOR_S, WALL_FLOOR_S, Budget,
+                                         budgets_for, measured_budget, out_of_budget, per_test_budget, phase_budget,
+                                         run_limits, scale, time_budget)
+from execrepobench_metric.measured import describe
 from execrepobench_metric.limits import CPU_GRACE_S, Limits
 from execrepobench_metric.process import ProcessResult
 from execrepobench_metric.pytest_run import PytestRun
@@ -27,11 +31,11 @@ def test_time_budget_floor_and_factor():
 
 def test_run_limits_budget_timeout_and_none():
     limits = Limits()
-    wall, lim = run_limits(12.0, None, limits)  # the sample's budget: CPU seconds + a wall backstop
+    wall, lim = run_limits(Budget(12.0), None, limits)  # the sample's budget: CPU seconds + a wall backstop
     assert lim.cpu_seconds == 12 and wall == max(WALL_FLOOR_S, 120.0)
     assert "--cpu=12:%d" % (12 + CPU_GRACE_S) in lim.argv()
-    assert run_limits(12.0, 30.0, limits) == (30.0, limits)  # an explicit timeout wins
-    assert run_limits(0.0, None, limits) == (DEFAULT_TIMEOUT_S, limits)  # a sample without a budget
+    assert run_limits(Budget(12.0), 30.0, limits) == (30.0, limits)  # an explicit timeout wins
+    assert run_limits(None, None, limits) == (DEFAULT_TIMEOUT_S, limits)  # a sample without measurements
 
 
 def test_out_of_budget_only_when_a_budget_applied():
@@ -82,24 +86,97 @@ def test_never_terminating_compiles_and_loops():
     assert kinds[0] == "ground_truth" and set(kinds) <= set(KINDS) and "never_terminates" in kinds
 
 
-def test_phase_budget_from_the_fixed_part_and_the_slowest_judged_test():
-    assert phase_budget(0.2, 0.01) == PHASE_FLOOR_S
-    assert phase_budget(3.0, 0.5) == PHASE_FACTOR * 3.0  # collection is the longest phase
-    assert phase_budget(1.0, 4.0) == PHASE_FACTOR * 4.0  # one slow judged test
-    assert phase_env(6.0, None) == {PHASE_ENV: "6"} and phase_env(6.0, 30.0) == {} and phase_env(0.0, None) == {}
-    run = _run(5.0, {"t1": 0.5, "t2": 2.0, "t3": 0.5})  # fixed part 2 s
-    s = with_budgets(replace(_sample("x = ", "1", "\n"), judged_tests=("t1",)), [run], (2.5,))
-    # the slowest test of the run, judged or not: it may have paid for a fixture that t1 pays on its own
-    assert (s.time_budget_s, s.phase_budget_s) == (time_budget(2.5), phase_budget(2.0, 2.0))
-    quick = _run(2.2, {"t1": 0.1, "t3": 0.1})
-    assert with_budgets(replace(s, phase_budget_s=0.0), [quick], (2.1,)).phase_budget_s == phase_budget(2.0, 0.1)
-    assert with_budgets(s, [quick], (2.1,)).phase_budget_s == s.phase_budget_s  # an earlier, higher one is kept
-    back = Sample.from_dict({**s.to_dict(), "phase_budget_s": 12})  # an integer in JSON is read as a float
-    assert back.phase_budget_s == 12.0
-    with pytest.raises(RecordError, match="phase_budget_s"):
-        replace(s, phase_budget_s=-1.0)
+def _cpu_run(cpu, collect, tests):
+    return PytestRun({}, tuple(tests), ProcessResult(0, False, cpu + 1, "", ""), None, cpu_s=cpu,
+                     collect_cpu_s=collect, test_cpu_s=tests)
 
 
-def test_a_sample_without_budget_keeps_the_old_timeout():
-    s = replace(_sample("x = ", "1", "\n"), time_budget_s=0.0)
-    assert run_limits(s.time_budget_s, None, Limits())[0] == DEFAULT_TIMEOUT_S
+def _measurements(calibration=0.05, **samples):
+    return Measurements("r", "k", MEASUREMENTS_SCHEME, "test machine", calibration,
+                        {sid: SampleTiming(*t) for sid, t in samples.items()},
+                        {"t.py::a": 0.1, "t.py::b": 3.0})
+
+
+def test_ground_truth_measurements_are_cpu_seconds_of_its_own_tests_the_most_over_its_runs():
+    s = replace(_sample("x = ", "1", "\n"), judged_tests=("t.py::a", "t.py::b"))
+    runs = [_cpu_run(4.0, 1.0, {"t.py::a": 0.2, "t.py::b": 1.0, "t.py::other": 2.0}),
+            _cpu_run(3.5, 1.2, {"t.py::a": 0.3, "t.py::b": 0.5})]
+    timing, tests = measured(s, runs)
+    assert timing == SampleTiming(collect_s=1.2, fixed_s=max(4.0 - 3.2, 3.5 - 0.8))  # the most of each
+    assert tests == (("t.py::a", 0.3), ("t.py::b", 1.0))  # only its judged tests, in its order
+    g = with_measurements(GroundTruth(s, True, "passed"), runs)
+    assert g.timing == timing and g.test_s == tests
+    unfinished = PytestRun({}, (), ProcessResult(1, True, 9.0, "", ""), "timed out")  # measured nothing
+    assert measured(s, [unfinished]) == (None, ())
+
+
+def test_budgets_derive_from_the_measurements_at_judging_time():
+    m = _measurements(s1=(1.0, 2.0))
+    b = measured_budget("s1", ("t.py::a", "t.py::b"), m, factor=1.0)
+    assert b.run_s == time_budget(2.0 + 0.1 + 3.0) and b.collect_s == phase_budget(1.0) == PHASE_FLOOR_S
+    assert dict(b.tests) == {"t.py::a": TEST_FLOOR_S, "t.py::b": TEST_FACTOR * 3.0}  # each test its own
+    assert b.phase_budgets() == {"collect": b.collect_s, "tests": dict(b.tests), "default": b.default_test_s}
+    slower = measured_budget("s1", ("t.py::a", "t.py::b"), m, factor=2.0)  # a machine twice as slow
+    assert slower.run_s == time_budget(2 * 5.1) and dict(slower.tests)["t.py::b"] == TEST_FACTOR * 6.0
+    assert measured_budget("unknown", ("t.py::a",), m) is None and measured_budget("s1", (), None) is None
+    # a judged test without a time of its own is counted like the slowest known one
+    odd = measured_budget("s1", ("t.py::a", "t.py::new"), m, factor=1.0)
+    assert odd.run_s == time_budget(2.0 + 0.1 + 0.1) and odd.default_test_s == per_test_budget(0.1)
+
+
+def test_the_machine_scale_is_never_below_one_and_rounded_up(monkeypatch):
+    m = _measurements(calibration=0.1)
+    monkeypatch.setattr(budget_module, "calibration_s", lambda: 0.05)  # a faster machine keeps the budgets
+    assert scale(m) == 1.0
+    monkeypatch.setattr(budget_module, "calibration_s", lambda: 0.26)  # 2.6x slower -> 2.75
+    assert scale(m) == 2.75
+    monkeypatch.setattr(budget_module, "calibration_s", lambda: 0.2)  # exactly 2x
+    assert scale(m) == 2.0
+
+
+def test_budgets_for_samples_and_what_the_output_says(monkeypatch):
+    monkeypatch.setattr(budget_module, "calibration_s", lambda: 0.05)
+    a = replace(_sample("x = ", "1", "\n"), sample_id="s1", judged_tests=("t.py::a",))
+    b = replace(a, sample_id="s2")
+    budgets = budgets_for([a, b], {"k": _measurements(s1=(1.0, 2.0))})
+    assert set(budgets) == {"s1"}
+    said = describe([a, b], budgets, None)
+    assert (said["measured"], said["default_timeout"]) == (1, 1) and "1 sample(s) without measurements" in said["rule"]
+    assert describe([a, b], {}, 30.0)["explicit_timeout"] == 2
+
+
+def test_measurements_records_round_trip_and_refuse_what_they_cannot_read():
+    m = _measurements(s1=(1.0, 2.0))
+    assert Measurements.from_dict(m.to_dict()) == m
+    with pytest.raises(RecordError, match="unknown scheme 'wall-0'.*explicit timeout"):
+        Measurements.from_dict({**m.to_dict(), "scheme": "wall-0"})
+    with pytest.raises(RecordError, match="calibration_s"):
+        Measurements.from_dict({**m.to_dict(), "calibration_s": 0})
+    with pytest.raises(RecordError, match="missing field"):
+        Measurements.from_dict({"repo_name": "r"})
+
+
+def test_old_records_budget_fields_are_measurements_and_dropped():
+    s = _sample("x = ", "1", "\n")
+    back = Sample.from_dict({**s.to_dict(), "time_budget_s": 12.0, "phase_budget_s": 5})
+    assert back == s and "time_budget_s" not in back.to_dict()
+
+
+def test_tests_that_flipped_at_baseline_are_kept_only_when_every_rerun_passes(monkeypatch, tmp_path):
+    from execrepobench.builder import baseline as baseline_module
+    from execrepobench_metric.isolation import Isolation
+    from execrepobench_metric.pytest_run import PytestInvocation
+
+    outcomes = iter([{"a": "passed", "b": "failed", "c": "passed"}, {"a": "passed", "b": "passed", "c": "passed"}])
+    seen = []
+
+    def fake_run(inv, **kwargs):
+        seen.append(inv.select)
+        return PytestRun(next(outcomes), inv.select, ProcessResult(0, False, 1.0, "", ""), None)
+
+    monkeypatch.setattr(baseline_module, "run_pytest", fake_run)
+    monkeypatch.setattr(baseline_module, "as_judged", lambda inv: ())
+    inv = PytestInvocation(python="python", root=tmp_path, deselect=("x",))
+    kept = baseline_module.recheck_flipped(inv, ["a", "b", "c"], 2, Isolation.BWRAP)
+    assert kept == ("a", "c") and seen == [("a", "b", "c")] * 2  # b failed one re-run: it stays flaky
+    assert baseline_module.recheck_flipped(inv, [], 2, Isolation.BWRAP) == ()

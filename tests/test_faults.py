@@ -106,10 +106,10 @@ def raising_judge(monkeypatch):
 
     real = judge_module.judge
 
-    def judge_or_raise(sample, completion, config, evidence=None):
+    def judge_or_raise(sample, completion, config, evidence=None, budget=None):
         if completion == BOOM:
             raise RuntimeError("injected judge failure")
-        return real(sample, completion, config, evidence)
+        return real(sample, completion, config, evidence, budget)
 
     monkeypatch.setattr(judge_module, "judge", judge_or_raise)
     return lambda: monkeypatch.setattr(judge_module, "judge", real)

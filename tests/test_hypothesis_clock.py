@@ -12,6 +12,7 @@ import pytest
 
 from conftest import make_sample, prepared_local_repo
 from execrepobench_metric.judge import JudgeConfig, judge
+from execrepobench_metric.budget import Budget
 
 TESTS = '''import time
 
@@ -74,8 +75,8 @@ def test_hypothesis_deadlines_do_not_decide_verdicts(hyprepo, monkeypatch):
 @pytest.mark.slow
 def test_a_loop_in_code_the_conftest_imports_stops_at_the_phase_budget(hyprepo, monkeypatch):
     monkeypatch.setenv("EXECREPOBENCH_CACHE", hyprepo["cache"])
-    sample = replace(make_sample(hyprepo, "hyprepo/core.py", "SCALE = 2", judged=JUDGED),
-                     time_budget_s=60.0, phase_budget_s=2.0)
-    v = judge(sample, "SCALE = 2\nwhile True: pass", JudgeConfig())
-    assert (v.passed, v.reason) == (False, "timeout") and "phase budget, 2 CPU seconds" in v.detail, v
+    sample = make_sample(hyprepo, "hyprepo/core.py", "SCALE = 2", judged=JUDGED)
+    budget = Budget(run_s=60.0, collect_s=2.0, default_test_s=2.0)
+    v = judge(sample, "SCALE = 2\nwhile True: pass", JudgeConfig(), budget=budget)
+    assert (v.passed, v.reason) == (False, "timeout") and "collection's budget, 2 CPU seconds" in v.detail, v
     assert v.duration_s < 55, v  # not the run's budget of 60 CPU seconds

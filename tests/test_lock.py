@@ -81,3 +81,20 @@ def test_lock_of_the_fixture_repo_is_cached(tmp_path, monkeypatch):
     assert "pytest" in lock_pins(lock) and all("--hash=sha256:" in line for line in lock)
     assert not any(str(FIXTURES) in line or line.startswith("-e") for line in lock)
     assert resolve_lock("minirepo", "0" * 64, tmp_path / "not-used-when-cached", "3.11") == lock
+
+
+def test_a_lock_is_resolved_as_of_its_date_and_cached_by_it(tmp_path, monkeypatch):
+    """Real uv against the package index: pytest as of a date two years back is older than today's, the
+    date is part of the lock's cache key, and of the environment key."""
+    from conftest import FIXTURES
+    from execrepobench_dataset.repo_record import environment_key
+
+    monkeypatch.setenv(CACHE_ENV_VAR, str(tmp_path / "cache"))
+    old = resolve_lock("minirepo", "0" * 64, FIXTURES / "minirepo", "3.11", exclude_newer="2024-06-01")
+    new = resolve_lock("minirepo", "0" * 64, FIXTURES / "minirepo", "3.11", exclude_newer="2026-12-01")
+    old_pytest, new_pytest = lock_pins(old)["pytest"], lock_pins(new)["pytest"]
+    assert old_pytest.startswith("8.2.") and int(new_pytest.split(".")[0]) >= 9, (old_pytest, new_pytest)
+    assert resolve_lock("minirepo", "0" * 64, tmp_path / "gone", "3.11", exclude_newer="2024-06-01") == old  # cached
+    source = "pypi:minirepo==1"
+    assert environment_key("3.11", source, old, "2024-06-01") != environment_key("3.11", source, old)
+    assert environment_key("3.11", source, old, "") == environment_key("3.11", source, old)  # older records' keys

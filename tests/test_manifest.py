@@ -16,6 +16,7 @@ from execrepobench.builder.manifest import (
     parse_manifest,
     parse_source,
     quickstart_manifest_path,
+    with_resolution_date,
 )
 
 SHA = "a" * 64
@@ -198,6 +199,21 @@ def test_packaged_manifests_parse(which) -> None:
     for repo in m.repos:
         assert repo.source.startswith("pypi:"), repo
         assert repo.sha256 and re.fullmatch(r"[0-9a-f]{64}", repo.sha256), repo.name
+        assert repo.exclude_newer == m.exclude_newer == "2026-12-01", repo.name  # every lock is date-bound
+
+
+def test_exclude_newer_dates(tmp_path: Path) -> None:
+    text = ('[defaults]\nexclude_newer = "2026-01-31"\n[[repo]]\nsource = "pypi:six==1.17.0"\n'
+            '[[repo]]\nsource = "pypi:toolz==1.0.0"\nexclude_newer = "2025-06-01"\n')
+    m = load_manifest(_write(tmp_path, text))
+    assert [r.exclude_newer for r in m.repos] == ["2026-01-31", "2025-06-01"]  # a repo's own date wins
+    for bad in ('"2026-02-30"', '"31.01.2026"', "2026-01-31"):
+        with pytest.raises(ManifestError, match="exclude_newer"):
+            load_manifest(_write(tmp_path, f"[defaults]\nexclude_newer = {bad}\n"))
+    unbound = load_manifest(_write(tmp_path, '[[repo]]\nsource = "pypi:six==1.17.0"\n'))
+    pinned, names = with_resolution_date(unbound, "2026-12-02")
+    assert names == ["six"] and pinned.repos[0].exclude_newer == "2026-12-02"
+    assert with_resolution_date(m, "2026-12-02") == (m, [])  # dates the manifest pins are kept
 
 
 def test_default_manifest_size_and_pins() -> None:

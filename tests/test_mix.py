@@ -38,7 +38,7 @@ class Verifier:
         for s in samples:
             level = next(lvl for lvl, f in FILL_OF.items() if s.sample_id.startswith(lvl[:3]))
             n = int(s.sample_id[3:])
-            verified = replace(s, time_budget_s=float(n))  # what verification records travels with the sample
+            verified = replace(s, judged_tests=(f"t.py::t{n}",))  # what verification records travels with the sample
             out.append(Outcome(verified, self.every[level] > 0 and n % self.every[level] == 0))
         return out
 
@@ -68,7 +68,7 @@ def test_quotas_are_filled_level_by_level_without_verifying_everything():
     assert kept_levels == quotas and res.report["short_levels"] == {}
     ids = {s.sample_id for s in res.kept}
     assert [s.sample_id for s in res.kept] == [s.sample_id for s in cands if s.sample_id in ids]  # candidate order
-    assert all(s.time_budget_s == float(s.sample_id[3:]) for s in res.kept)  # the verified samples, not candidates
+    assert all(s.judged_tests == (f"t.py::t{int(s.sample_id[3:])}",) for s in res.kept)  # the verified samples
     assert len(verify.seen) == len(set(verify.seen)) < len(cands)  # nothing twice, not everything
     assert len(res.outcomes) == len(verify.seen) and res.report["verified_per_level"]["random"] >= 4
     # deterministic

@@ -150,7 +150,7 @@ def test_a_node_that_cannot_make_the_environment_gives_harness_errors(built_mini
     out = built_minirepo["out"]
     (record,) = read_repo_records(out / "repositories.jsonl")
     source = "path:minirepo#tree=" + "0" * 64  # a snapshot that exists nowhere
-    key = environment_key(record.python, source, record.lock)
+    key = environment_key(record.python, source, record.lock, record.exclude_newer)
     bad = tmp_path / "bad"
     bad.mkdir()
     samples = [dataclasses.replace(s, env_key=key) for s in read_jsonl(out / "samples.jsonl")][:2]

@@ -123,7 +123,7 @@ def test_what_the_shared_run_saw_is_placed_by_the_file_it_came_from(selrepo, mon
     out = check_ground_truth(list(_three(selrepo)), JudgeConfig(timeout_s=120), rounds=2)
     assert [g.reason for g in out] == ["passed"] * 3, out
     assert [g.sample.guard_allowed for g in out] == [("sys._getframe",), (), ()]  # each file's own
-    assert all(len(g.runs_s) == 2 and g.sample.time_budget_s >= 8.0 for g in out)
+    assert all(len(g.runs_s) == 2 and g.timing is not None and g.timing.collect_s > 0 for g in out)
     # no file records on its own: the shared recording run, then the second round by allowances
     shared, enforced = zip(*(g.costs for g in out))
     assert len(set(shared)) == 1 and shared[0][0].endswith("*")

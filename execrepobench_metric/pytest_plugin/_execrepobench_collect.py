@@ -9,9 +9,13 @@ guard's audit hook with `sys.audit("execrepobench.*", ...)`; the guard checks th
 from this very code, called by pluggy, with no frame of the masked file on the stack, and streams
 the fact to the judge as it happens.  Without the guard nobody listens and the calls cost nothing.
 
-With EXECREPOBENCH_PHASE_CPU_S set (a judged run of a sample with a phase budget), collection and then
-each test may use that many CPU seconds of this process (ITIMER_PROF); at the limit the phase raises
-PhaseBudgetExceeded.  Every run lifts hypothesis' wall-clock checks (`_lift_hypothesis_clock`).
+With EXECREPOBENCH_BUDGETS naming a JSON file (a judged run with measured budgets: {"collect": s,
+"tests": {node id: s}, "default": s}), collection, then each test, may use that many CPU seconds of
+this process (ITIMER_PROF): collection its own budget, each test its own (or the default); at the limit
+the phase raises PhaseBudgetExceeded.  Every run records what it measured in the `.done` record: the
+CPU seconds of the whole run, of start-up and collection, and of each test (os.times: this process and
+the children it waited for) - the data budgets are derived from.  Every run lifts hypothesis'
+wall-clock checks (`_lift_hypothesis_clock`).
 """
 import json
 import os
@@ -31,37 +35,56 @@ class PhaseBudgetExceeded(BaseException):
     BaseException, so the code under test does not swallow it with `except Exception`."""
 
 
-def _phase_budget():
+def _budgets():
+    path = os.environ.get("EXECREPOBENCH_BUDGETS")
+    if not path:
+        return 0.0, {}, 0.0
     try:
-        return max(0.0, float(os.environ.get("EXECREPOBENCH_PHASE_CPU_S", "0") or 0))
-    except ValueError:
-        return 0.0
+        with open(path, encoding="utf-8") as fh:
+            data = json.load(fh)
+        tests = {str(k): max(0.0, float(v)) for k, v in (data.get("tests") or {}).items()}
+        return max(0.0, float(data.get("collect") or 0)), tests, max(0.0, float(data.get("default") or 0))
+    except (OSError, ValueError, TypeError, AttributeError):
+        return 0.0, {}, 0.0
 
 
-_PHASE_S = _phase_budget()
+_COLLECT_S, _TEST_S, _DEFAULT_S = _budgets()
+_ARMED = [0.0]  # the budget of the phase under way
+_TEST_CPU = {}  # node id -> CPU seconds of its setup, call and teardown
+
+
+def _cpu():
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
 
 
 def _over_budget(signum, frame):
-    raise PhaseBudgetExceeded(f"used up the phase budget of {_PHASE_S:g} CPU seconds (the sample's phase_budget_s)")
+    raise PhaseBudgetExceeded(f"used up the phase budget of {_ARMED[0]:g} CPU seconds (the sample's budget for "
+                              "this phase, from its measured ground truth)")
 
 
 def _arm(seconds):
-    if _PHASE_S > 0:
+    if _COLLECT_S > 0 or _TEST_S or _DEFAULT_S > 0:
+        _ARMED[0] = seconds
         _setitimer(_ITIMER_PROF, seconds)
 
 
-if _PHASE_S > 0:  # from here to the end of collection, then each test: one phase each
+if _COLLECT_S > 0:  # from here to the end of collection, then each test: one phase each
     _signal(_SIGPROF, _over_budget)
-    _arm(_PHASE_S)
+    _arm(_COLLECT_S)
+elif _TEST_S or _DEFAULT_S > 0:
+    _signal(_SIGPROF, _over_budget)
 
 
 @pytest.hookimpl(hookwrapper=True, tryfirst=True)
 def pytest_runtest_protocol(item, nextitem):
-    _arm(_PHASE_S)
+    _arm(_TEST_S.get(item.nodeid, _DEFAULT_S))
+    start = _cpu()
     try:
         yield
     finally:
         _arm(0)
+        _TEST_CPU[item.nodeid] = round(_TEST_CPU.get(item.nodeid, 0.0) + _cpu() - start, 4)
 
 
 def _write(suffix, data):
@@ -156,8 +179,12 @@ def pytest_collectreport(report):
         _audit("execrepobench.collecterror", report)
 
 
+_COLLECTED_CPU = [None]
+
+
 def pytest_collection_finish(session):
     _arm(0)  # collection is over
+    _COLLECTED_CPU[0] = round(_cpu(), 4)  # start-up and collection
     _audit("execrepobench.collected", session)
     _lift_hypothesis_clock(session.items)
     _write("", [item.nodeid for item in session.items])
@@ -209,9 +236,10 @@ def pytest_runtest_logreport(report):
 
 def pytest_sessionfinish(session, exitstatus):
     _audit("execrepobench.finish", exitstatus)
-    times = os.times()  # CPU seconds of this process and of the children it waited for (benchmarks read them)
-    cpu = times.user + times.system + times.children_user + times.children_system
-    _write(".done", {"exitstatus": int(exitstatus), "outcomes": _OUTCOMES, "cpu_s": round(cpu, 3)})
+    # CPU seconds of this process and of the children it waited for: the whole run, start-up and
+    # collection, each test (what budgets are derived from; benchmarks read them too)
+    _write(".done", {"exitstatus": int(exitstatus), "outcomes": _OUTCOMES, "cpu_s": round(_cpu(), 3),
+                     "collect_cpu_s": _COLLECTED_CPU[0], "test_cpu_s": _TEST_CPU})
 
 
 def _coverage():

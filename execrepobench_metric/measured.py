@@ -1,0 +1,69 @@
+"""Where the judge finds a repository's measurements (the data its budgets derive from).
+
+From the dataset being judged (`measurements.jsonl` of a builder folder, a published folder or a Hub
+snapshot), else from this cache: the builder and `prepare` keep each repository's measurements beside
+its environment (`MEASURED_DIR/<env key>.json`), so judging samples by record finds them too.  A sample
+whose repository has none is judged with the default timeout, and the result says so (`describe`).
+"""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import replace
+from pathlib import Path
+from typing import Mapping, Sequence
+
+from execrepobench_dataset.measurements import Measurements
+from execrepobench_dataset.record import RecordError, Sample
+
+from .budget import DEFAULT_TIMEOUT_S, Budget
+from .layout import cache_root
+
+
+def _path(env_key: str) -> Path:
+    return cache_root() / "measurements" / f"{env_key}.json"
+
+
+def keep(measured: Measurements) -> None:
+    """Keep `measured` in this cache, merged with what is kept for the same environment (other builds'
+    samples stay; the newer time of a sample or test wins)."""
+    old = cached(measured.env_key)
+    if old is not None:
+        measured = replace(measured, samples={**old.samples, **measured.samples}, tests={**old.tests, **measured.tests})
+    path = _path(measured.env_key)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(measured.to_dict(), sort_keys=True), encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def cached(env_key: str) -> Measurements | None:
+    try:
+        return Measurements.from_dict(json.loads(_path(env_key).read_text(encoding="utf-8")))
+    except (OSError, ValueError, RecordError):
+        return None
+
+
+def measurements_for(samples: Sequence[Sample], shipped: Mapping[str, Measurements] | None = None
+                     ) -> dict[str, Measurements]:
+    """{env key: measurements} for the samples' environments: what the dataset shipped, else this cache's."""
+    shipped = dict(shipped or {})
+    for key in dict.fromkeys(s.env_key for s in samples):
+        if key not in shipped and (found := cached(key)) is not None:
+            shipped[key] = found
+    return shipped
+
+
+def describe(samples: Sequence[Sample], budgets: Mapping[str, Budget], timeout_s: float | None) -> dict:
+    """What the evaluation's runs were limited by, for its output: never a silent default."""
+    if timeout_s is not None:
+        return {"rule": f"explicit timeout: {timeout_s:g} wall-clock seconds per run", "measured": 0,
+                "default_timeout": 0, "explicit_timeout": len(samples)}
+    measured = sum(1 for s in samples if s.sample_id in budgets)
+    scales = sorted({b.scale for b in budgets.values()})
+    rule = (f"CPU budgets from the build's measurements (x{'/'.join(f'{k:g}' for k in scales)} for this machine)"
+            if measured else "")
+    if measured < len(samples):
+        rule = (rule + "; " if rule else "") + (f"{len(samples) - measured} sample(s) without measurements: the "
+                                                f"default timeout of {DEFAULT_TIMEOUT_S:g} wall-clock seconds")
+    return {"rule": rule, "measured": measured, "default_timeout": len(samples) - measured, "explicit_timeout": 0}
