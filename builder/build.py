@@ -74,6 +74,9 @@ class BuildConfig:
     # here if benchmarks/bench_selection.py ever finds its selected verdicts disagreeing with the suite.
     selection_floor: Mapping[str, str] = field(default_factory=dict)
     executor: ExecutorConfig = field(default_factory=ExecutorConfig)  # where verification runs (local, ray)
+    # mutation adequacy: mutants of each verified ground truth judged, and the share its tests must kill
+    mutants: int = 3
+    min_mutant_kill: float = 0.5
 
 
 def _inputs_hash(spec: RepoSpec, config: BuildConfig, mask: MaskConfig, isolation: Isolation) -> str:
@@ -81,7 +84,8 @@ def _inputs_hash(spec: RepoSpec, config: BuildConfig, mask: MaskConfig, isolatio
     data = {"spec": asdict(spec), "seed": config.manifest.seed, "mask": mask_fields, "isolation": str(isolation),
             "baseline_runs": config.baseline_runs, "builder": __version__,
             "oversample": config.oversample, "gt_runs": config.gt_runs, "guard": GUARD_RECORDING, "verify": VERIFY_SCHEME,
-            "selection_floor": dict(config.selection_floor), "mix": MIX_NAME}
+            "selection_floor": dict(config.selection_floor), "mix": MIX_NAME,
+            "mutants": [config.mutants, config.min_mutant_kill]}
     encode = lambda o: dict(o) if isinstance(o, Mapping) else str(o)  # noqa: E731
     return hashlib.sha256(json.dumps(data, sort_keys=True, default=encode).encode()).hexdigest()[:20]
 

@@ -45,7 +45,8 @@ def verify_repo(samples: list[Sample], wanted: int, baseline: Baseline, cov: Cov
     def verify(batch: list[Sample]) -> list:
         return verify_samples(batch, jconf, workers=config.workers, gt_runs=config.gt_runs,
                               progress=config.progress, label=f"verify {name}", executor=executor, record=record,
-                              estimate=baseline.estimate_s)
+                              estimate=baseline.estimate_s, mutants=config.mutants,
+                              min_killed=config.min_mutant_kill)
 
     quotas = level_quotas(wanted, f"{config.manifest.seed}:{name}")
     # large batches: candidates of one masked file share their ground-truth runs (ground_truth.py)

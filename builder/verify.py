@@ -48,10 +48,11 @@ from execrepobench_metric.fills import null_fill
 from execrepobench_metric.judge import JudgeConfig, judge_safely
 from execrepobench_metric.pytest_run import collected_files
 
+from .adequacy import Adequacy, adequate, check_mutants
 from .ground_truth import GroundTruth, check_ground_truth
 from .selection import CoverageMap, ImportGraph, select_tests
 
-DROP_REASONS = ("gt_failed", "null_passed", "no_null_fill", "no_tests", "harness_error")
+DROP_REASONS = ("gt_failed", "null_passed", "no_null_fill", "no_tests", "harness_error", "weak_tests")
 VERIFY_BATCH = 2  # samples per executor batch (each is 3 ground-truth runs and a null fill)
 GUARD_RECORDING = 3  # 2: lazy machinery bound before the integrity reference; 3: allowances placed from the shared
 # run by the masked file the guard names (allowances.py); what verification records for the in-process guard
@@ -153,12 +154,15 @@ def verify_one(sample: Sample, config: JudgeConfig, gt_runs: int = 3) -> Outcome
 def verify_samples(samples: list[Sample], config: JudgeConfig, *, workers: int, gt_runs: int = 3,
                    progress: bool = True, label: str = "verify", executor: Executor | None = None,
                    record: RepoRecord | None = None,
-                   estimate: Callable[[tuple[str, ...]], float] | None = None) -> list[Outcome]:
+                   estimate: Callable[[tuple[str, ...]], float] | None = None,
+                   mutants: int = 0, min_killed: float = 0.0) -> list[Outcome]:
     """One outcome per sample, in the order of `samples` (see the module doc for the steps).  On
     `executor` (default: `workers` local threads); `record` lets a remote node make the repository's
     environment; `estimate(tests)` (the baseline's CPU seconds for a run of them) gives the budget of a
-    null fill's run (None: `config.timeout_s`).  A sample its node could not verify (environment not made
-    there, node lost) is a `harness_error`, never a ground-truth failure."""
+    null fill's run (None: `config.timeout_s`).  `mutants`: mutants of each kept sample's ground truth
+    judged after it (`adequacy.py`); one whose tests kill fewer than `min_killed` of them is dropped
+    (`weak_tests`).  A sample its node could not verify (environment not made there, node lost) is a
+    `harness_error`, never a ground-truth failure."""
     if not samples:
         return []
     executor = executor or LocalExecutor(workers)
@@ -198,8 +202,27 @@ def verify_samples(samples: list[Sample], config: JudgeConfig, *, workers: int, 
                 GroundTruth(s, False, "harness_error", detail=done.error) for s in done.item]
             for g in results:
                 found[g.sample.sample_id] = _outcome(g, null_s.get(g.sample.sample_id, 0.0))
+                bar.update(1 if not mutants or not g.passed else 0)
+        if mutants > 0:
+            budgets = dict((s.sample_id, b) for s, b in todo)
+            passed = [(found[s.sample_id].sample, budgets[s.sample_id]) for s, _ in todo if found[s.sample_id].kept]
+            for done in _on(executor, partial(check_mutants, config=config, limit=mutants), passed, record, config,
+                            key=lambda item: item[0].env_key):
+                sid = done.item[0].sample_id
+                found[sid] = _with_adequacy(found[sid], done.value if not done.error else
+                                            Adequacy(0, 0, errors=1, detail=done.error), min_killed)
                 bar.update(1)
     return [_with_context(found[s.sample_id], s) for s in samples]
+
+
+def _with_adequacy(outcome: Outcome, a: Adequacy, min_killed: float) -> Outcome:
+    """The kept outcome with its mutants' numbers, dropped as `weak_tests` when its tests killed too few."""
+    sample = replace(outcome.sample, mutants_killed=a.killed, mutants_total=a.total)
+    if adequate(a, min_killed):
+        return replace(outcome, sample=sample)
+    return replace(outcome, sample=sample, kept=False, reason="weak_tests",
+                   detail=f"its tests killed {a.killed} of {a.total} mutants of the ground truth "
+                          f"(at least {min_killed:.0%} wanted); survived: {a.survivors[0]!r}"[:400])
 
 
 def by_test_files(samples: list[Sample]) -> list[tuple[Sample, ...]]:
@@ -261,6 +284,8 @@ def verify_report(outcomes: list[Outcome], kept: list[Sample], suite_tests: int,
         "gt_runs_s": round(sum(sum(runs) for runs in shared.values()), 1),
         # ground-truth rounds that hit the wall-clock limit and ran again with a wider one (a loaded machine)
         "gt_widened": sum(o.widened for o in outcomes),
+        # mutation adequacy of the kept samples: mutants killed / judged (and the drops: weak_tests)
+        "mutants_killed": sum(s.mutants_killed for s in kept), "mutants_total": sum(s.mutants_total for s in kept),
         # per kept sample: the median of its ground-truth runs (the statistics' ground-truth run time)
         "kept_gt_run_s": {o.sample.sample_id: round(statistics.median(o.gt_runs_s), 3) for o in outcomes
                           if o.sample.sample_id in kept_ids and o.gt_runs_s},

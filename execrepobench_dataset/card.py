@@ -43,6 +43,8 @@ FIELD_DOCS = {
     "test_command": "argv that runs the repository's tests in its environment",
     "judged_tests": "pytest node ids judging the sample (ground truth passes, a null fill fails); empty: whole suite",
     "guard_allowed": "audit events the ground truth triggers from the masked file; the runtime guard allows only these",
+    "mutants_killed": "how many AST-level mutants of the ground truth (operator swaps, off-by-one constants, negated conditions, dropped return values) the judged tests failed",
+    "mutants_total": "how many such mutants were judged (0: nothing in the middle to mutate); samples whose tests kill fewer than half are dropped",
     "excluded_tests": "tests never judged (failing or flaky in the baseline runs, or excluded by the manifest)",
 }
 REPO_FIELD_DOCS = {

@@ -66,6 +66,10 @@ class Sample:
     # relevant first, and each file's score (import score + normalised BM25); empty for materialised samples.
     context_paths: tuple[str, ...] = ()
     context_scores: tuple[float, ...] = ()
+    # Mutation adequacy (verification): how many AST-level mutants of the ground truth (operator swaps,
+    # off-by-one constants, negated conditions, dropped return values) its judged tests killed, of how many.
+    mutants_killed: int = 0
+    mutants_total: int = 0
 
     def __post_init__(self) -> None:
         validate(self)
@@ -125,7 +129,7 @@ def validate(sample: Sample) -> None:
     for name in _STR_FIELDS:
         if not isinstance(getattr(sample, name), str):
             raise RecordError(f"{where}: field {name} must be a string, got {type(getattr(sample, name)).__name__}")
-    for name in ("middle_start_byte", "middle_end_byte", "seed"):
+    for name in ("middle_start_byte", "middle_end_byte", "seed", "mutants_killed", "mutants_total"):
         value = getattr(sample, name)
         if not isinstance(value, int) or isinstance(value, bool):
             raise RecordError(f"{where}: field {name} must be an integer, got {value!r}")

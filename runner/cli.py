@@ -34,6 +34,10 @@ def _add_build(p: argparse.ArgumentParser) -> None:
     p.add_argument("--baseline-timeout", type=float, default=900.0, help="seconds per baseline run")
     p.add_argument("--allow-weak-sandbox", action="store_true",
                    help="without bubblewrap, run baselines and verification in the weak mode instead of refusing")
+    p.add_argument("--mutants", type=int, default=3,
+                   help="mutants of each verified ground truth judged for mutation adequacy (0: none; default 3)")
+    p.add_argument("--min-mutant-kill", type=float, default=0.5,
+                   help="drop a sample whose tests kill fewer than this share of its mutants (default 0.5)")
     _add_executor(p, "verification")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
 
@@ -50,6 +54,10 @@ def _run_build(args: argparse.Namespace) -> int:
     except (ManifestError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    if args.mutants < 0 or not 0.0 <= args.min_mutant_kill <= 1.0:
+        print(f"error: --mutants must be >= 0 (got {args.mutants}) and --min-mutant-kill within 0..1 "
+              f"(got {args.min_mutant_kill})", file=sys.stderr)
+        return 2
     if args.seed is not None:
         manifest = replace(manifest, seed=args.seed)
     if args.samples_per_repo is not None:
@@ -58,7 +66,8 @@ def _run_build(args: argparse.Namespace) -> int:
     config = BuildConfig(manifest=manifest, out=args.out, baseline_runs=args.baseline_runs,
                          baseline_timeout_s=args.baseline_timeout, only=tuple(args.repo),
                          progress=not args.no_progress, allow_weak_sandbox=args.allow_weak_sandbox,
-                         executor=ExecutorConfig(args.executor, args.ray_address))
+                         executor=ExecutorConfig(args.executor, args.ray_address), mutants=args.mutants,
+                         min_mutant_kill=args.min_mutant_kill)
     from execrepobench_metric.isolation import SandboxUnavailable
 
     try:

@@ -180,3 +180,16 @@ def test_tests_that_flipped_at_baseline_are_kept_only_when_every_rerun_passes(mo
     kept = baseline_module.recheck_flipped(inv, ["a", "b", "c"], 2, Isolation.BWRAP)
     assert kept == ("a", "c") and seen == [("a", "b", "c")] * 2  # b failed one re-run: it stays flaky
     assert baseline_module.recheck_flipped(inv, [], 2, Isolation.BWRAP) == ()
+
+
+def test_parametrized_tests_whose_ids_vary_are_excluded_by_their_prefix():
+    from execrepobench.builder.baseline import varying_ids
+
+    absent = {"t.py::test_f[a-expected3]", "t.py::test_g", "u.py::C::test_h[x-1]"}
+    assert varying_ids(absent) == ("t.py::test_f[", "u.py::C::test_h[")
+    base = Baseline(("t.py::ok",), ("t.py::bad",), ("t.py::test_f[a-expected3]", "t.py::test_f[b-expected1]",
+                                                     "t.py::slow"), (), 3, (1.0,), ("python",),
+                    varying=("t.py::test_f[",))
+    # the ids of the moment are not recorded, the prefix is: the same record in every build
+    assert base.excluded == ("t.py::bad", "t.py::slow", "t.py::test_f[")
+    assert varying_ids(set()) == ()

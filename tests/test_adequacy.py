@@ -1,0 +1,51 @@
+"""Mutation adequacy: mutants of the ground truth (pure) and their verdicts in verification (real sandbox)."""
+import ast
+
+import pytest
+
+from conftest import make_sample
+from execrepobench.builder.mutants import mutants
+from execrepobench.builder.verify import verify_samples
+from execrepobench_metric.judge import JudgeConfig
+
+from test_budget import _sample
+
+EDGES, INSIDE = "tests/test_mathx.py::test_clamp_edges", "tests/test_mathx.py::test_clamp_inside"
+
+
+def test_mutants_stay_in_the_middle_compile_and_differ():
+    s = _sample("def f(a, b):\n    ", "if a < b and a > 0:\n        return a + 1\n    return b", "\n")
+    found = mutants(s, limit=20)
+    assert set(found) == {
+        "if a <= b and a > 0:\n        return a + 1\n    return b",  # comparison swaps
+        "if a < b and a >= 0:\n        return a + 1\n    return b",
+        "if a < b or a > 0:\n        return a + 1\n    return b",  # boolean operator
+        "if a < b and a > 1:\n        return a + 1\n    return b",  # off-by-one constants
+        "if a < b and a > 0:\n        return a + 2\n    return b",
+        "if a < b and a > 0:\n        return a - 1\n    return b",  # arithmetic
+        "if not (a < b and a > 0):\n        return a + 1\n    return b",  # negated condition
+        "if a < b and a > 0:\n        return None\n    return b",  # dropped return values
+        "if a < b and a > 0:\n        return a + 1\n    return None"}
+    original = ast.dump(ast.parse(s.original_code))
+    for m in found:
+        assert ast.dump(ast.parse(s.prefix_code + m + s.suffix_code)) != original
+    assert mutants(s) == mutants(s) and len(mutants(s)) == 3 and set(mutants(s)) <= set(found)  # the same 3
+    prefix_only = _sample("x = 1 + 2\ny = ", "'text'", "\n")  # nothing in the middle to mutate
+    assert mutants(prefix_only) == []
+
+
+@pytest.mark.sandbox
+def test_verification_counts_killed_mutants_and_drops_weak_tests(built_minirepo):
+    # `value <= low` passes both clamp tests (none has value == low); negating the test or dropping the
+    # return value fails them: 2 of 3 killed
+    s = make_sample(built_minirepo, "minirepo/mathx.py", "if value < low:\n        return low",
+                    judged=(INSIDE, EDGES), fill_type="grammar-based: block")
+    assert len(mutants(s)) == 3
+    conf = JudgeConfig(timeout_s=60)
+    (kept,) = verify_samples([s], conf, workers=1, gt_runs=1, progress=False, mutants=3, min_killed=0.5)
+    assert kept.kept and (kept.sample.mutants_killed, kept.sample.mutants_total) == (2, 3), kept
+    (weak,) = verify_samples([s], conf, workers=1, gt_runs=1, progress=False, mutants=3, min_killed=1.0)
+    assert (weak.kept, weak.reason) == (False, "weak_tests") and "killed 2 of 3" in weak.detail, weak
+    assert "value <= low" in weak.detail  # the surviving mutant, for a person to look at
+    (off,) = verify_samples([s], conf, workers=1, gt_runs=1, progress=False)  # no mutants asked for
+    assert off.kept and (off.sample.mutants_killed, off.sample.mutants_total) == (0, 0)
