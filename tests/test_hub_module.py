@@ -145,6 +145,6 @@ def test_published_module_computes_what_the_in_repo_module_computes(built_minire
         for d in out["details"]:
             d.pop("duration_s")
     assert outs[0] == outs[1]
-    assert outs[0]["pass@1"] == 50.0 and outs[0]["pass@2"] == 100.0
+    assert outs[0]["pass@1"] == 0.5 and outs[0]["pass@2"] == 1.0
     assert outs[0]["verdicts/passed"] == 2 and outs[0]["verdicts/failed"] == 2
     assert [d["completion_index"] for d in outs[0]["details"] if d["passed"]] == [0, 1]

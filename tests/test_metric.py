@@ -35,10 +35,10 @@ def test_evaluate_load_offline(two_samples, monkeypatch):
     preds = [[two_samples[0].middle_code, "return low"], [two_samples[1].middle_code, "return slug"]]
     out = metric.compute(predictions=preds, references=[s.to_dict() for s in two_samples], k=[1, 2],
                          allow_exec=True, num_workers=2)
-    assert out["pass@1"] == 50.0 and out["pass@2"] == 100.0
-    assert out["pass@1/grammar-based: statement"] == 50.0 and out["pass@1/Random Single-line Completion"] == 50.0
+    assert out["pass@1"] == 0.5 and out["pass@2"] == 1.0
+    assert out["pass@1/grammar-based: statement"] == 0.5 and out["pass@1/Random Single-line Completion"] == 0.5
     assert out["verdicts/passed"] == 2 and out["verdicts/failed"] == 2 and out["sandbox"] == "bwrap"
-    assert out["es"] < 100.0 and out["pass@1/repo/minirepo"] == 50.0
+    assert out["es"] < 1.0 and out["pass@1/repo/minirepo"] == 0.5
     wrong = [d for d in out["details"] if not d["passed"]]
     assert {d["completion_index"] for d in wrong} == {1} and all(d["failing_tests"] for d in wrong)
     assert out["latex"].startswith("model & ") and out["latex"].endswith("\\\\")
@@ -50,7 +50,7 @@ def test_compute_by_sample_id_and_bad_input(two_samples, tmp_path):
     ids = [s.sample_id for s in two_samples]
     out = api.compute([s.middle_code for s in two_samples], ids, dataset=tmp_path, allow_exec=True,
                       progress=False)
-    assert out["pass@1"] == 100.0
+    assert out["pass@1"] == 1.0
     with pytest.raises(api.InputError, match="reference 1 \\(sample nope\\), field sample_id: unknown sample id"):
         api.compute(["a", "b"], [ids[0], "nope"], dataset=tmp_path, allow_exec=True)
     with pytest.raises(ValueError, match="reference 0 .*no dataset"):
@@ -102,7 +102,7 @@ def test_real_pypi_repo_judges_the_completed_file(tmp_path, cache_dir):
     samples = list(read_jsonl(tmp_path / "out" / "samples.jsonl"))
     out = api.compute([s.middle_code for s in samples], samples, allow_exec=True, progress=False,
                       use_cache=False)
-    assert out["pass@1"] == 100.0, [d for d in out["details"] if not d["passed"]]
+    assert out["pass@1"] == 1.0, [d for d in out["details"] if not d["passed"]]
     # Mask the first import of the package's __init__: a broken fill breaks every test's import.
     init = next(s for s in samples)  # any sample gives the env and test command
     root = find_environment(init.env_key).root
