@@ -6,6 +6,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+from .cli_compare import COMMANDS as COMPARE_COMMANDS
 from .cli_data import COMMANDS as DATA_COMMANDS
 from .cli_metric import COMMANDS as METRIC_COMMANDS
 from .cli_prepare import COMMANDS as PREPARE_COMMANDS
@@ -237,6 +238,7 @@ COMMANDS = {
 COMMANDS.update(DATA_COMMANDS)
 COMMANDS.update(METRIC_COMMANDS)
 COMMANDS.update(PREPARE_COMMANDS)
+COMMANDS.update(COMPARE_COMMANDS)
 
 
 def main(argv: list[str] | None = None) -> int:
