@@ -12,6 +12,7 @@ from .cli_metric import COMMANDS as METRIC_COMMANDS
 from .cli_prepare import COMMANDS as PREPARE_COMMANDS
 
 HARNESS_ERROR_EXIT = 3  # results were written, but some work failed for the harness's reasons
+DEFAULT_MANIFEST = Path("<the packaged default manifest>")  # `--manifest` given without a path
 
 
 def _add_executor(p: argparse.ArgumentParser, what: str) -> None:
@@ -88,6 +89,8 @@ def _add_evaluate(p: argparse.ArgumentParser) -> None:
     which = p.add_mutually_exclusive_group(required=True)
     which.add_argument("--samples", type=Path, help="samples.jsonl written by `build`")
     which.add_argument("--dataset", help="a builder output folder, a published dataset folder, or a Hub dataset id")
+    p.add_argument("--config", default=None, help="with --dataset: the samples' config (default exec_repo_bench)")
+    p.add_argument("--revision", default=None, help="with a Hub dataset id: a branch, tag or commit")
     p.add_argument("--prepare", action="store_true",
                    help="make missing environments first (from the dataset's repository records; needs --dataset)")
     src = p.add_mutually_exclusive_group(required=True)
@@ -114,7 +117,7 @@ def _run_evaluate(args: argparse.Namespace) -> int:
     import json
 
     from execrepobench_dataset.load import DatasetNotFound, open_dataset
-    from execrepobench_dataset.record import RecordError, read_jsonl
+    from execrepobench_dataset.record import RecordError
     from execrepobench.runner.report import table, write_error_results, write_results
     from execrepobench_metric.api import HarnessError, InputError, compute
     from execrepobench_metric.engine import ExecutionNotAllowed
@@ -124,7 +127,10 @@ def _run_evaluate(args: argparse.Namespace) -> int:
     from execrepobench_metric.prepare import EnvironmentsMissing
 
     try:
-        samples = list(read_jsonl(args.samples)) if args.samples else list(open_dataset(args.dataset).samples)
+        if args.samples and (args.config or args.revision):
+            raise InputError("--config and --revision choose what to read from a published dataset: give --dataset")
+        opened = open_dataset(args.samples) if args.samples else open_dataset(args.dataset, args.revision, args.config)
+        samples = list(opened.samples)
         if args.reference_fill == "ground_truth":
             preds = [s.middle_code for s in samples]
         elif args.reference_fill == "null":
@@ -148,7 +154,8 @@ def _run_evaluate(args: argparse.Namespace) -> int:
                       allow_weak_sandbox=args.allow_weak_sandbox, journal=args.out / "journal.jsonl",
                       model_name=args.model_name, progress=not args.no_progress,
                       # ray: the records beside --samples tell the nodes how to make the environments
-                      dataset=args.dataset or (args.samples if args.executor == "ray" else None),
+                      dataset=(args.dataset if not args.revision else opened.folder) if args.dataset
+                      else (args.samples if args.executor == "ray" else None),
                       prepare=True if args.prepare else None, keep_artifacts=args.keep_artifacts,
                       artifacts_dir=args.out / "artifacts", executor=args.executor, ray_address=args.ray_address)
     except HarnessError as exc:
@@ -158,8 +165,15 @@ def _run_evaluate(args: argparse.Namespace) -> int:
             json.JSONDecodeError, DatasetNotFound, EnvironmentsMissing, ExecutorUnavailable) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    metrics = write_results(args.out, out, args.model_name)
-    print(table(metrics))
+    from execrepobench.runner.dataset_source import dataset_record
+    from execrepobench_dataset.version import __version__
+
+    record = {"command": "evaluate", "package_version": __version__, "dataset": dataset_record(opened, samples, None),
+              "model": args.model_name, "predictions": str(args.predictions) if args.predictions else None,
+              "reference_fill": args.reference_fill, "k": list(args.k or [1]), "test_selection": args.test_selection,
+              "timeout_s": args.timeout, "executor": args.executor}
+    metrics = write_results(args.out, out, args.model_name, run=record)
+    print(table(metrics, tuple(args.k or [1])))
     print(f"LaTeX: {metrics['latex']}")
     print(f"wrote {args.out}/results.jsonl, metrics.json, latex.txt, chart.png")
     return 0
@@ -167,9 +181,22 @@ def _run_evaluate(args: argparse.Namespace) -> int:
 
 def _add_run(p: argparse.ArgumentParser) -> None:
     src = p.add_mutually_exclusive_group()
-    src.add_argument("--manifest", type=Path, help="build from this manifest (default: the packaged default)")
+    src.add_argument("--dataset", metavar="OWNER/NAME|FOLDER",
+                     help="evaluate a published dataset: a Hub dataset id (read through the Hugging Face cache) or a "
+                          "published folder")
+    src.add_argument("--samples", type=Path, help="evaluate these builder samples (samples.jsonl)")
+    src.add_argument("--manifest", type=Path, nargs="?", const=DEFAULT_MANIFEST,
+                     help="build samples from this manifest first (no PATH: the packaged default manifest; hours)")
     src.add_argument("--quickstart", action="store_true", help="build from the small packaged quickstart manifest")
-    src.add_argument("--samples", type=Path, help="evaluate these samples (samples.jsonl) instead of building")
+    p.add_argument("--config", default=None,
+                   help="with --dataset: the samples' config (default exec_repo_bench)")
+    p.add_argument("--revision", default=None, help="with --dataset OWNER/NAME: a branch, tag or commit of the Hub "
+                                                    "dataset")
+    p.add_argument("--limit", type=int, default=None,
+                   help="judge only N samples: a deterministic subset, stratified by fill type")
+    p.add_argument("--prepare", action="store_true",
+                   help="make missing environments first, from the dataset's repository records (or "
+                        "EXECREPOBENCH_PREPARE=1); otherwise missing ones are named with the command that makes them")
     p.add_argument("--out", type=Path, required=True, help="results folder")
     p.add_argument("--backend", default="baseline",
                    help="generation backend: baseline, oracle, null (offline); transformers, vllm, openai (models)")
@@ -208,10 +235,15 @@ def _run_run(args: argparse.Namespace) -> int:
     from execrepobench_metric.isolation import SandboxUnavailable
     from execrepobench_metric.prepare import EnvironmentsMissing
 
+    from execrepobench.builder.manifest import default_manifest_path
+    from execrepobench_dataset.load import DatasetNotFound
+
     options = {key: getattr(args, key) for key in ("temperature", "top_p", "seed", "tensor_parallel_size", "base_url")
                if getattr(args, key) is not None}
-    config = RunConfig(out=args.out, backend=args.backend, model=args.model, samples=args.samples,
-                       manifest=args.manifest, quickstart=args.quickstart, n=args.n, k=tuple(args.k or [1]),
+    manifest = default_manifest_path() if args.manifest == DEFAULT_MANIFEST else args.manifest
+    config = RunConfig(out=args.out, backend=args.backend, model=args.model, dataset=args.dataset, config=args.config,
+                       revision=args.revision, samples=args.samples, manifest=manifest, quickstart=args.quickstart,
+                       limit=args.limit, prepare=True if args.prepare else None, n=args.n, k=tuple(args.k or [1]),
                        workers=args.workers, timeout_s=args.timeout,
                        allow_exec=True if args.allow_exec else None, allow_weak_sandbox=args.allow_weak_sandbox,
                        progress=not args.no_progress, backend_options=options, template=args.template,
@@ -222,7 +254,7 @@ def _run_run(args: argparse.Namespace) -> int:
     except (HarnessError, BuildFailed):  # run() wrote what it could and printed what failed
         return HARNESS_ERROR_EXIT
     except (OSError, ValueError, ImportError, ManifestError, RecordError, InputError, ExecutionNotAllowed,
-            SandboxUnavailable, EnvironmentsMissing, ExecutorUnavailable) as exc:
+            SandboxUnavailable, EnvironmentsMissing, ExecutorUnavailable, DatasetNotFound) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     return 0

@@ -98,9 +98,13 @@ def write_error_results(out: Path, result: dict) -> str:
     return "\n".join(lines)
 
 
-def write_results(out: Path, result: dict, title: str) -> dict:
-    """Write results.jsonl, metrics.json, latex.txt, chart.png; returns the metrics (no details)."""
+def write_results(out: Path, result: dict, title: str, run: dict | None = None) -> dict:
+    """Write results.jsonl, metrics.json, latex.txt, chart.png; returns the metrics (no details).  `run`:
+    what was run (dataset with its fingerprint, backend, model, template, sampling, n, k, version), kept in
+    metrics.json under "run"."""
     metrics = {k: v for k, v in result.items() if k != "details"}
+    if run is not None:
+        metrics["run"] = run
     _write_rows(out, result)
     (out / "metrics.json").write_text(json.dumps(metrics, indent=1), encoding="utf-8")
     (out / "latex.txt").write_text(metrics.get("latex", "") + "\n", encoding="utf-8")
