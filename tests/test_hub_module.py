@@ -139,8 +139,9 @@ def test_published_module_computes_what_the_in_repo_module_computes(built_minire
     outs = []
     for where in (METRIC_DIR, folder):
         metric = evaluate.load(str(where))
-        outs.append(metric.compute(predictions=preds, references=refs, k=[1, 2], allow_exec=True, use_cache=False,
-                                   num_workers=2))
+        scores, report = metric.compute(predictions=preds, references=refs, k=[1, 2], allow_exec=True,
+                                        use_cache=False, num_workers=2, return_details=True)
+        outs.append({**scores, "details": report["details"]})
     for out in outs:
         for d in out["details"]:
             d.pop("duration_s")
