@@ -200,7 +200,9 @@ def _add_run(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", type=Path, required=True, help="results folder")
     p.add_argument("--backend", default="baseline",
                    help="generation backend: baseline, oracle, null (offline); transformers, vllm, openai (models)")
-    p.add_argument("--model", default=None, help="model name or path for model backends")
+    p.add_argument("--model", default=None,
+                   help="model backends: a local model folder or a Hugging Face Hub model id (OWNER/NAME, read through "
+                        "the Hugging Face cache; downloaded unless HF_HUB_OFFLINE=1); openai: the served name")
     p.add_argument("--n", type=int, default=1, help="completions per sample")
     p.add_argument("--k", type=int, action="append", default=None, help="pass@k (repeatable; default 1)")
     p.add_argument("--workers", type=int, default=None)
@@ -221,6 +223,13 @@ def _add_run(p: argparse.ArgumentParser) -> None:
     g.add_argument("--seed", type=int, default=None, help="sampling seed (default 0; per sample derived from it)")
     g.add_argument("--max-new-tokens", type=int, default=None, help="generation budget per completion (default 512)")
     g.add_argument("--tensor-parallel-size", type=int, default=None, help="vllm: GPUs to shard the model over")
+    g.add_argument("--max-model-len", type=int, default=None,
+                   help="vllm: the engine's context length; every prompt backend fits its prompts to it")
+    g.add_argument("--gpu-memory-utilization", type=float, default=None,
+                   help="vllm: fraction of GPU memory for the engine (vLLM's default 0.9)")
+    g.add_argument("--dtype", default=None, help="vllm, transformers: auto (default), bfloat16, float16, float32")
+    g.add_argument("--trust-remote-code", action="store_true",
+                   help="vllm, transformers: run the model repository's own Python code (off by default)")
     g.add_argument("--base-url", default=None,
                    help="openai: the server's URL, e.g. http://127.0.0.1:8000/v1 (default $OPENAI_BASE_URL)")
 
@@ -238,8 +247,11 @@ def _run_run(args: argparse.Namespace) -> int:
     from execrepobench.builder.manifest import default_manifest_path
     from execrepobench_dataset.load import DatasetNotFound
 
-    options = {key: getattr(args, key) for key in ("temperature", "top_p", "seed", "tensor_parallel_size", "base_url")
+    options = {key: getattr(args, key) for key in ("temperature", "top_p", "seed", "tensor_parallel_size", "base_url",
+                                                   "max_model_len", "gpu_memory_utilization", "dtype")
                if getattr(args, key) is not None}
+    if args.trust_remote_code:
+        options["trust_remote_code"] = True
     manifest = default_manifest_path() if args.manifest == DEFAULT_MANIFEST else args.manifest
     config = RunConfig(out=args.out, backend=args.backend, model=args.model, dataset=args.dataset, config=args.config,
                        revision=args.revision, samples=args.samples, manifest=manifest, quickstart=args.quickstart,

@@ -106,16 +106,30 @@ def _build(config: RunConfig) -> Path:
     return out / "samples.jsonl"
 
 
-def _needs_prompt(backend: str) -> bool:
-    """The backend class's `needs_prompt`, read without making the backend (unknown names: get_backend says)."""
+def _backend_class(backend: str):
+    """The backend's class, read without making the backend (None for unknown names: get_backend says)."""
     import importlib
 
     from .backends.base import REGISTRY
 
     if backend not in REGISTRY:
-        return False
+        return None
     module, _, cls = REGISTRY[backend].partition(":")
-    return bool(getattr(getattr(importlib.import_module(module), cls), "needs_prompt", True))
+    return getattr(importlib.import_module(module), cls)
+
+
+def _needs_prompt(backend: str) -> bool:
+    return bool(getattr(_backend_class(backend), "needs_prompt", False))
+
+
+def check_engine_options(backend: str, options: dict) -> None:
+    """An engine setting the backend does not take is an error naming the backends that do."""
+    taken = getattr(_backend_class(backend), "engine_options", ())
+    unused = [k for k in ENGINE_OPTIONS if options.get(k) not in (None, False) and k not in taken]
+    if unused and _backend_class(backend) is not None:
+        flags = ", ".join("--" + k.replace("_", "-") for k in unused)
+        raise ValueError(f"{flags}: not a setting of the {backend!r} backend (vllm takes every engine flag; "
+                         "transformers --dtype, --trust-remote-code and --max-model-len; openai --max-model-len)")
 
 
 def _prompting(config: RunConfig, options: dict):
@@ -125,19 +139,24 @@ def _prompting(config: RunConfig, options: dict):
     from .prompts import MAX_GENERATION_TOKENS, build_prompt_for_sample, load_tokenizer, model_max_length
     from .templates import get_template, resolve_template
 
+    from .backends.model_source import resolve_model
+
     if not config.model:
-        raise ValueError(f"backend {config.backend!r} needs --model (a local model folder: its tokenizer builds "
-                         "the prompts)")
+        raise ValueError(f"backend {config.backend!r} needs --model (a local model folder or a Hugging Face Hub "
+                         "model id: its tokenizer builds the prompts)")
     name = resolve_template(config.template, config.model)
     template = get_template(name)
     if config.template in (None, "official"):
         print(f"template: {name} (detected from the model name {config.model!r}; --template NAME to choose)")
-    folder = Path(options.get("tokenizer") or config.model).expanduser()
-    if not (folder / "tokenizer.json").is_file() or not (folder / "config.json").is_file():
-        raise FileNotFoundError(f"model folder {str(folder)!r} has no tokenizer.json/config.json: prompts are "
-                                "fitted with the model's own tokenizer, so --model must be a local model folder "
-                                "(for --backend openai, serve the model under that folder path)")
+    folder = resolve_model(options.get("tokenizer") or config.model, config.backend).path
+    if not (folder / "tokenizer.json").is_file():
+        raise FileNotFoundError(f"model {options.get('tokenizer') or config.model!r} ({folder}) has no tokenizer.json: "
+                                "prompts are fitted with the model's own tokenizer, so --model must be a model folder "
+                                "or Hub id with one (for --backend openai, serve the model under that name)")
+    options.setdefault("tokenizer", str(folder))  # openai: the special tokens sent as stop_token_ids
     tokenizer, model_max = load_tokenizer(folder), model_max_length(folder)
+    if options.get("max_model_len"):  # the engine's context: prompts must fit it, not only the model's
+        model_max = min(model_max or options["max_model_len"], options["max_model_len"])
     max_new = config.max_new_tokens or options.get("max_new_tokens") or MAX_GENERATION_TOKENS
     options["max_new_tokens"] = max_new
     options.setdefault("stop", list(template.stop))
@@ -157,6 +176,7 @@ def run(config: RunConfig) -> dict:
     if not samples:
         raise ValueError(f"{opened.name}: no samples to evaluate (see the build report beside it)")
     options, render, stops, template = dict(config.backend_options), None, (), None
+    check_engine_options(config.backend, options)
     if _needs_prompt(config.backend):
         render, stops, template = _prompting(config, options)
     backend = get_backend(config.backend, config.model, **options)
