@@ -277,7 +277,8 @@ COMMANDS = {
     "build": ("build verified samples from a manifest of repositories", _add_build, _run_build),
     "evaluate": ("judge completions of samples by running their tests in the sandbox", _add_evaluate,
                  _run_evaluate),
-    "run": ("build if needed, generate, evaluate and report in one command", _add_run, _run_run),
+    "run": ("generate, judge and report on a dataset (published, builder samples, or built first)", _add_run,
+            _run_run),
 }
 COMMANDS.update(DATA_COMMANDS)
 COMMANDS.update(METRIC_COMMANDS)
