@@ -178,7 +178,6 @@ def compare(folders: list[Path], resamples: int = DEFAULT_RESAMPLES, seed: int =
                           "difference": float(passes[i].mean() - passes[j].mean()),
                           "difference_ci95": _interval(draws[i] - draws[j]),
                           "p_value": permutation_p(passes[i], passes[j], resamples, rng)})
-    fills = [f for f in FILL_TYPES]
     repos = sorted({runs[0].groups[s][1] for s in ids})
     return {"dataset": {"name": runs[0].dataset, "fingerprint": runs[0].fingerprint},
             "samples": {"compared": len(ids), "per_run": {r.label: len(r.per_sample) for r in runs}},
@@ -187,7 +186,7 @@ def compare(folders: list[Path], resamples: int = DEFAULT_RESAMPLES, seed: int =
                        "p_value": "paired permutation (sign flip), two-sided, (1 + hits) / (1 + resamples)",
                        "seed": seed, "scale": "fractions 0..1"},
             "models": [models[i] for i in order], "pairs": pairs,
-            "per_fill_type": _group_table(runs, ids, 0, fills), "per_repository": _group_table(runs, ids, 1, repos)}
+            "per_fill_type": _group_table(runs, ids, 0, list(FILL_TYPES)), "per_repository": _group_table(runs, ids, 1, repos)}
 
 
 def _pct(x: float) -> str:
