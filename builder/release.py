@@ -33,7 +33,7 @@ from .manifest import Manifest
 TARGETS = {"samples": 1200, "repositories": 50, "instruct_records": 10_000}
 STAGES = ("build", "instruct", "publish")
 STATE_FILE = ".release_state.json"  # beside the stage folders: the inputs hash of the published folder
-STATE_VERSION = 2  # bump when the publish stage's summary changes shape
+STATE_VERSION = 3  # bump when the publish stage's summary or output changes (3: parquet by `datasets`, LICENSES.md)
 
 
 @dataclass(frozen=True)
@@ -48,7 +48,7 @@ class ReleaseConfig:
     context: str = "reference"
     count_tokens: Optional[Callable[[str], int]] = None
     tokenizer_name: Optional[str] = None
-    license: str = "apache-2.0"
+    license: Optional[str] = None  # None: `license: other`, each repository's license listed
     compare_materialised: bool = False  # also publish the materialised form once, to report its size
     progress: bool = True
 
@@ -70,7 +70,7 @@ def _publish_inputs(config: ReleaseConfig) -> str:
     """A hash of the data publish reads (the reports only add statistics of the same data) and its options."""
     parts = [_file_hash(config.out / "build" / name) for name in ("samples.jsonl", "repositories.jsonl")]
     parts.append(_file_hash(config.out / "instruct" / "instruct.jsonl"))
-    parts += [config.context, config.license, config.tokenizer_name or "", repr(config.count_tokens is None),
+    parts += [config.context, config.license or "per-repository", config.tokenizer_name or "", repr(config.count_tokens is None),
               f"state {STATE_VERSION}", f"materialised {config.compare_materialised}"]
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()
 

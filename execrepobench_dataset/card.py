@@ -12,6 +12,7 @@ import re
 from collections import Counter
 from pathlib import PurePath
 
+from .card_usage import evaluation, licenses_file, licenses_section, sources  # noqa: F401 (licenses_file: publish)
 from .figures import table
 from .record import FILL_TYPES, features
 from .repo_record import RepoRecord, repo_features
@@ -30,7 +31,7 @@ FIELD_DOCS = {
     "prefix_code": "text of the file before the masked span", "suffix_code": "text of the file after the masked span",
     "middle_code": "the masked span (the ground truth)", "selection_rule": "rule that selected the judged tests",
     "context_code": "materialised context: other files of the repository, most relevant first, each `{path, code}`; "
-                    "empty when the sample names its context by path (`context_paths`)",
+                    "a column only in the materialised form (`load_samples(..., materialise_context=True)` fills it)",
     "context_paths": "the ranked context by reference: paths of the repository's other files (config "
                      "`repositories`, field `files`), most relevant first",
     "context_scores": "each context path's relevance score (import score + normalised BM25 of prefix and suffix)",
@@ -114,24 +115,6 @@ def repository_rows(records: list[RepoRecord], report: dict, samples: list[dict]
     return rows
 
 
-EVALUATION = """## Evaluation
-
-Judging runs model code: it needs the explicit opt-in (`allow_exec=True` or `EXECREPOBENCH_ALLOW_EXEC=1`) and the
-prepared environments (`execrepobench prepare`, above; or `prepare=True` / `EXECREPOBENCH_PREPARE=1` with
-`dataset=`). Without them the metric raises one error naming the missing repositories and the command.
-```python
-from datasets import load_dataset
-from execrepobench_metric.api import compute
-bench = load_dataset("<this dataset>", "exec_repo_bench", split="test")
-out = compute(predictions=completions, references=list(bench), allow_exec=True)   # out["pass@1"], out["es"]
-```
-```bash
-EXECREPOBENCH_ALLOW_EXEC=1 execrepobench evaluate --dataset <this dataset> \\
-    --predictions predictions.jsonl --out results/  # {"sample_id": ..., "completion": ...} per line
-```
-"""
-
-
 def human_bytes(n: int) -> str:
     return f"{n / 2**20:.1f} MiB" if n >= 2**20 else f"{n / 2**10:.1f} KiB"
 
@@ -139,9 +122,12 @@ def human_bytes(n: int) -> str:
 def _context_section(context: str, sizes: dict, inline: int | None) -> list[str]:
     """How the context is stored, the size per config and (`inline`) the bytes of context code materialised."""
     mib = {name: human_bytes(info.get("bytes", 0)) for name, info in sizes.items()}
-    form = ("by reference: `context_code` is empty, `context_paths` (+ `context_scores`) name the files, whose code "
-            "is stored once per repository in the `repositories` config (field `files`)" if context == "reference"
-            else "materialised: `context_code` holds the files' code (and `context_paths` names them)")
+    form = ("by reference: `context_paths` (+ `context_scores`) name the files, whose code is stored once per "
+            "repository in the `repositories` config (field `files`); the rows have no `context_code` column (it "
+            "would always be empty). To materialise it: `execrepobench_dataset.load_samples(DATASET, "
+            "materialise_context=True)` gives `Sample`s with `context_code` filled, in the ranked order"
+            if context == "reference" else "materialised: `context_code` holds the files' code (and `context_paths` "
+            "names them)")
     return ["## Cross-file context", "",
             f"Each sample's ranked cross-file context (every other Python file of its repository, most relevant "
             f"first) is stored {form}. `execrepobench_dataset.ranked_context(sample, files)` (or "
@@ -186,9 +172,10 @@ def _instruct_section(instruct: dict, instruct_report: dict | None) -> list[str]
 
 def render_card(meta: dict, report: dict, samples: list[dict], records: list[RepoRecord], fingerprint: str,
                 instruct: dict | None, instruct_report: dict | None, statistics: list[str], sizes: dict,
-                context: str = "reference", inline_context_bytes: int | None = None) -> str:
+                context: str = "reference", inline_context_bytes: int | None = None, links: dict | None = None) -> str:
     """The card: `instruct` is {records, repos, per_fill_type} of the published corpus (None without one);
-    `statistics` the Markdown of `figures.markdown`; `sizes` the summary's configs (bytes per config)."""
+    `statistics` the Markdown of `figures.markdown`; `sizes` the summary's configs (bytes per config); `links`
+    {"dataset": Hub id, "metric": Space id, "code": URL}, those known."""
     import yaml
 
     configs = (f"`exec_repo_bench` (split `test`, {len(samples)} samples), `repositories` (split `train`, "
@@ -198,9 +185,10 @@ def render_card(meta: dict, report: dict, samples: list[dict], records: list[Rep
                     "records, not executed)")
     verified = any("verify_candidates" in r for r in report.get("repos", []))
     lines = ["---", yaml.safe_dump(meta, sort_keys=False, allow_unicode=True, width=1000).rstrip(), "---", "",
-             *_intro(report, configs, fingerprint, verified), *_requirements(records),
+             *_intro(report, configs, fingerprint, verified), *sources(links or {}), *_requirements(records),
              *table(["repository", "pinned source", "license", "python", "env key", "samples", "get the code"],
                     repository_rows(records, report, samples)),
+             *licenses_section(records, None if meta.get("license") == "other" else meta.get("license")),
              *_context_section(context, sizes, inline_context_bytes),
              "## Fields", "", *table(["field", "meaning"], [[f"`{n}`", FIELD_DOCS.get(n, "see record.py")]
                                                            for n in features()]),
@@ -210,4 +198,4 @@ def render_card(meta: dict, report: dict, samples: list[dict], records: list[Rep
              *statistics]
     if instruct is not None:
         lines += _instruct_section(instruct, instruct_report)
-    return "\n".join([*lines, EVALUATION, "## Citation", "", "```bibtex", CITATION, "```", ""])
+    return "\n".join([*lines, evaluation(links or {}), "## Citation", "", "```bibtex", CITATION, "```", ""])

@@ -27,7 +27,8 @@ _HUB_ID_RE = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 
 
 class DatasetNotFound(FileNotFoundError):
-    """`dataset` names no builder folder, published folder, samples file or Hub dataset."""
+    """`dataset` names no builder folder, published folder, samples file or Hub dataset, or not the config
+    or revision asked for; the message says what is wrong and what to do."""
 
 
 @dataclass(frozen=True)
@@ -37,6 +38,9 @@ class OpenedDataset:
     kind: str  # "builder", "published" or "samples-file"
     samples: tuple[Sample, ...]
     repositories: tuple[RepoRecord, ...]
+    config: str = SAMPLES_CONFIG  # the samples' config (published folders and Hub ids)
+    revision: str | None = None  # the revision asked for (Hub ids)
+    commit: str | None = None  # the Hub commit read (the snapshot's folder name); None for local folders
     # What the building machine measured (budgets derive from it at judging time); never in the fingerprint.
     measurements: tuple[Measurements, ...] = ()
 
@@ -83,15 +87,34 @@ def _read_parquet_rows(folder: Path) -> list[dict]:
     return rows
 
 
-def _snapshot(repo_id: str, revision: str | None) -> Path:
+def _snapshot(repo_id: str, revision: str | None, config: str = SAMPLES_CONFIG) -> Path:
+    """The dataset's snapshot in the Hugging Face cache (downloaded unless HF_HUB_OFFLINE); a missing dataset,
+    revision or cache entry -> DatasetNotFound saying what to do."""
     import huggingface_hub
+    from huggingface_hub import errors
 
-    patterns = ["README.md", f"data/{SAMPLES_CONFIG}/*", f"data/{REPOS_CONFIG}/*", MEASUREMENTS_FILE]
-    return Path(huggingface_hub.snapshot_download(repo_id=repo_id, repo_type="dataset", revision=revision,
-                                                  allow_patterns=patterns))
+    patterns = ["README.md", f"data/{config}/*", f"data/{REPOS_CONFIG}/*", MEASUREMENTS_FILE]
+    at = f" at revision {revision!r}" if revision else ""
+    try:
+        return Path(huggingface_hub.snapshot_download(repo_id=repo_id, repo_type="dataset", revision=revision,
+                                                      allow_patterns=patterns))
+    except errors.RevisionNotFoundError:
+        raise DatasetNotFound(f"dataset {repo_id}: the Hub has no revision {revision!r} (a branch, tag or commit "
+                              "of the dataset repository)") from None
+    except errors.RepositoryNotFoundError:
+        raise DatasetNotFound(f"dataset {repo_id}: no such dataset on the Hugging Face Hub (or it is private or "
+                              "gated: log in with `hf auth login`); a local folder of that name does not exist "
+                              "either") from None
+    except errors.LocalEntryNotFoundError:
+        raise DatasetNotFound(f"dataset {repo_id}{at}: not in the Hugging Face cache, and the Hub cannot be "
+                              f"reached (offline: HF_HUB_OFFLINE=1, or no network). Fetch it where there is "
+                              f"network with `hf download {repo_id} --repo-type dataset"
+                              f"{f' --revision {revision}' if revision else ''}` (the same HF_HOME), or pass a "
+                              "local published folder") from None
 
 
-def local_folder(dataset: str | Path, revision: str | None = None) -> tuple[Path, str]:
+def local_folder(dataset: str | Path, revision: str | None = None,
+                 config: str = SAMPLES_CONFIG) -> tuple[Path, str]:
     """(folder or samples file, kind) for a builder folder, a published folder, a samples file or a Hub id."""
     path = Path(dataset).expanduser()
     if path.is_file():
@@ -104,23 +127,53 @@ def local_folder(dataset: str | Path, revision: str | None = None) -> tuple[Path
         raise DatasetNotFound(f"dataset {dataset}: a folder, but neither builder output ({SAMPLES_FILE}) nor a "
                               f"published dataset (data/{SAMPLES_CONFIG}/)")
     if isinstance(dataset, str) and _HUB_ID_RE.match(dataset) and not dataset.startswith((".", "/")):
-        folder = _snapshot(dataset, revision)
-        if not (folder / "data" / SAMPLES_CONFIG).is_dir():
-            raise DatasetNotFound(f"dataset {dataset}: the Hub snapshot has no data/{SAMPLES_CONFIG}/")
+        folder = _snapshot(dataset, revision, config)
+        if not (folder / "data").is_dir():
+            raise DatasetNotFound(f"dataset {dataset}: the Hub snapshot has no data/ folder (not an ExecRepoBench "
+                                  "dataset)")
         return folder, "published"
     raise DatasetNotFound(f"dataset {dataset}: no such folder or file, and not a Hub dataset id (OWNER/NAME)")
 
 
-def open_dataset(dataset: str | Path, revision: str | None = None) -> OpenedDataset:
-    """Samples and repository records of `dataset` (see `local_folder`).  Raises `DatasetNotFound` or
+def sample_configs(folder: Path) -> list[str]:
+    """The configs of a published folder that hold samples (every data/<config>/ but the repository records
+    and the instruct corpus)."""
+    data = folder / "data"
+    return sorted(p.name for p in data.iterdir() if p.is_dir() and p.name not in (REPOS_CONFIG, INSTRUCT_CONFIG)
+                  and any(p.glob("*.parquet"))) if data.is_dir() else []
+
+
+def _check_config(dataset, folder: Path, kind: str, config: str) -> None:
+    if kind != "published":
+        if config != SAMPLES_CONFIG:
+            raise DatasetNotFound(f"dataset {dataset}: config {config!r} asked for, but a {kind} has only its samples "
+                                  f"(the default config {SAMPLES_CONFIG!r})")
+        return
+    if config in (REPOS_CONFIG, INSTRUCT_CONFIG):
+        raise DatasetNotFound(f"dataset {dataset}: config {config!r} holds "
+                              f"{'repository records' if config == REPOS_CONFIG else 'the Repo-Instruct corpus'}, "
+                              f"not samples to evaluate; the sample configs: {', '.join(sample_configs(folder))}")
+    if config not in sample_configs(folder):
+        raise DatasetNotFound(f"dataset {dataset}: no config {config!r}; its sample configs: "
+                              f"{', '.join(sample_configs(folder)) or 'none'}")
+
+
+def open_dataset(dataset: str | Path, revision: str | None = None, config: str | None = None) -> OpenedDataset:
+    """Samples (of `config`, default `exec_repo_bench`) and repository records of `dataset` (see
+    `local_folder`).  Raises `DatasetNotFound` (also for a config or revision it does not have) or
     `RecordError` naming the file and the record."""
-    folder, kind = local_folder(dataset, revision)
+    config = config or SAMPLES_CONFIG
+    folder, kind = local_folder(dataset, revision, config)
+    _check_config(dataset, folder, kind, config)
+    commit = None
     if kind == "published":
         try:
-            samples = [Sample.from_dict(r) for r in _read_parquet_rows(folder / "data" / SAMPLES_CONFIG)]
+            samples = [Sample.from_dict(r) for r in _read_parquet_rows(folder / "data" / config)]
             repos = [RepoRecord.from_dict(r) for r in _read_parquet_rows(folder / "data" / REPOS_CONFIG)]
         except RecordError as exc:
             raise RecordError(f"dataset {dataset}: {exc}") from None
+        if folder.parent.name == "snapshots" and not Path(dataset).expanduser().exists():
+            commit = folder.name  # the Hugging Face cache names each snapshot folder after its commit
     else:
         samples_file = folder if kind == "samples-file" else folder / SAMPLES_FILE
         repos_file = samples_file.parent / REPOS_FILE
@@ -132,7 +185,8 @@ def open_dataset(dataset: str | Path, revision: str | None = None) -> OpenedData
         measurements = tuple(read_measurements(measured)) if measured.is_file() else ()
     except RecordError as exc:
         raise RecordError(f"dataset {dataset}: {exc}") from None
-    return OpenedDataset(str(dataset), folder, kind, tuple(samples), tuple(repos), measurements)
+    return OpenedDataset(str(dataset), folder, kind, tuple(samples), tuple(repos), config, revision, commit,
+                         measurements)
 
 
 def _config(config: str) -> str:

@@ -1,12 +1,15 @@
 """Publish builder output as a Hugging Face dataset folder and push it to the Hub. Layout: `README.md` (the card,
-`card.py`), `charts/*.png` (the statistics, linked from the card), `data/exec_repo_bench/test-*.parquet`,
-`data/repositories/train-*.parquet` (one repository record per row: pinned source, Python, lock, test command,
-license, manifest entry, and the repository's files: the context pool the samples name by path), optionally
-`data/repo_instruct/train-*.parquet`.  Nothing in the folder names a path of the machine that built it."""
+`card.py`), `LICENSES.md` (each repository's license: the samples' code is theirs), `charts/*.png` (the
+statistics, linked from the card), `data/exec_repo_bench/test-*.parquet`, `data/repositories/train-*.parquet`
+(one repository record per row: pinned source, Python, lock, test command, license, manifest entry, and the
+repository's files: the context pool the samples name by path), optionally `data/repo_instruct/train-*.parquet`.
+The parquet files are written by `datasets` as `push_to_hub` writes them (`hub_parquet.py`).  Samples that name
+their context by path (the default) are published without the `context_code` column, which would always be
+empty: `load_samples(..., materialise_context=True)` or `ranked_context` fill it in from the `repositories`
+config.  Nothing in the folder names a path of the machine that built it."""
 from __future__ import annotations
 
 import hashlib
-import math
 import re
 import shutil
 import tempfile
@@ -15,21 +18,22 @@ from pathlib import Path
 from typing import Callable
 
 from . import figures
-from .card import render_card
+from .card import licenses_file, render_card
 from .context import ContextResolver
 from .figures import write_charts
+from .hub_parquet import write_split
 from .instruct_record import InstructRecord, instruct_features
 from .measurements import MEASUREMENTS_FILE, read_measurements, write_measurements
 from .load import INSTRUCT_CONFIG, REPOS_CONFIG, REPOS_FILE, SAMPLES_CONFIG, dataset_fingerprint
 from .publish_inputs import PublishError, check_repositories, iter_records, read_json, read_records
 from .record import Sample, features
 from .repo_record import RepoRecord, repo_features
-from .shards import ShardWriter
 from .stats import compute_statistics
 
-ROW_GROUP_ROWS = 100  # fixed, so the bytes do not depend on the writer's defaults
 CONFIG_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*$")
 TAGS = ["code", "code-completion", "fill-in-the-middle", "execution", "python"]
+LANGUAGES = ["code", "en"]  # Python code; English prompts, comments and docstrings
+PER_REPOSITORY_LICENSE = {"license": "other", "license_name": "per-repository", "license_link": "LICENSES.md"}
 CONTEXT_FORMS = ("reference", "materialised")
 CHARTS_DIR = "charts"  # PNG charts of the statistics, linked from the card
 SIZE_CATEGORIES = ((1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"), (1_000_000, "100K<n<1M"))
@@ -41,33 +45,27 @@ def validate_config_name(name: str) -> str:
     return name
 
 
-def _write_shards(rows: list[dict], feats, folder: Path, split: str, shard_rows: int) -> tuple[int, int]:
-    """Parquet shards with the explicit schema (empty lists cannot change it); returns (arrow bytes, file bytes)."""
-    from pyarrow import Table, parquet as pq
-    folder.mkdir(parents=True)
-    n, num_bytes, size = math.ceil(len(rows) / shard_rows), 0, 0
-    for i in range(n):
-        table = Table.from_pylist(rows[i * shard_rows:(i + 1) * shard_rows], schema=feats.arrow_schema)
-        path = folder / f"{split}-{i:05d}-of-{n:05d}.parquet"
-        pq.write_table(table, path, row_group_size=ROW_GROUP_ROWS, compression="snappy", write_statistics=True)
-        num_bytes, size = num_bytes + table.nbytes, size + path.stat().st_size
-    return num_bytes, size
+def _instruct_rows(path: str):
+    """The instruct corpus, validated line by line, in file order (a generator for `datasets`)."""
+    yield from iter_records(Path(path), InstructRecord.from_dict, instruct_features(), "record_id")
 
 
-def _write_instruct(path: Path, folder: Path, shard_rows: int) -> tuple[int, int, dict]:
-    """Stream the instruct corpus (validated line by line, file order) into parquet shards named like the others;
-    returns (arrow bytes, file bytes, {records, repos, per_fill_type})."""
-    writer = ShardWriter(folder, instruct_features(), shard_rows, lambda i: f"part-{i:05d}.parquet", ROW_GROUP_ROWS)
-    repos, fills = set(), Counter()
+def _instruct_counts(path: Path) -> dict:
+    repos, fills, records = set(), Counter(), 0
     for row in iter_records(path, InstructRecord.from_dict, instruct_features(), "record_id"):
-        writer.add(row)
         repos.add(row["repo_name"])
         fills[row["fill_type"]] += 1
-    paths = writer.close()
-    for i, part in enumerate(paths):
-        part.rename(folder / f"train-{i:05d}-of-{len(paths):05d}.parquet")
-    return writer.arrow_bytes, sum(p.stat().st_size for p in folder.iterdir()), {
-        "records": writer.rows, "repos": len(repos), "per_fill_type": dict(fills)}
+        records += 1
+    return {"records": records, "repos": len(repos), "per_fill_type": dict(fills)}
+
+
+def sample_features(samples: list[dict]):
+    """The samples' features; without `context_code` when no sample carries its context's code (it would be an
+    always-empty column: the context is named by path and stored once per repository)."""
+    feats = features()
+    if not any(s.get("context_code") for s in samples):
+        del feats["context_code"]
+    return feats
 
 
 def context_code_bytes(samples: list[Sample], records: list[RepoRecord]) -> int:
@@ -97,22 +95,29 @@ def _inputs(samples_dir: Path, context: str) -> tuple[Path, list[dict], list[Rep
     return samples_path, samples, records, report
 
 
-def publish(samples_dir: Path, out_dir: Path, *, instruct_dir: Path | None = None, shard_rows: int = 2000,
-            license: str = "apache-2.0", overwrite: bool = False, context: str = "reference",
-            count_tokens: Callable[[str], int] | None = None, tokenizer_name: str | None = None) -> dict:
+def publish(samples_dir: Path, out_dir: Path, *, instruct_dir: Path | None = None,
+            max_shard_size: int | str | None = None, license: str | None = None, overwrite: bool = False,
+            context: str = "reference", count_tokens: Callable[[str], int] | None = None,
+            tokenizer_name: str | None = None, repo_id: str | None = None, metric_space: str | None = None,
+            code_url: str | None = None) -> dict:
     """Write the dataset folder `out_dir` from builder output (`samples.jsonl`, `repositories.jsonl`,
     `build_report.json`) and optionally a Repo-Instruct folder (`instruct.jsonl`, streamed): the input is
     validated first (the instruct corpus while it streams), written next to `out_dir` and renamed into place.
     `context`: "reference" (default: samples name their context by path, the code is in the `repositories`
     config) or "materialised" (each sample's `context_code` filled too: self-contained rows, many times the
-    size).  `count_tokens`: the tokenizer of the statistics (default: `stats.pretokens`).  Returns a summary."""
+    size).  `count_tokens`: the tokenizer of the statistics (default: `stats.pretokens`).  `license`: None (default)
+    declares `license: other` with each repository's license in LICENSES.md and the card; a Hub license id
+    declares that one for everything.  `max_shard_size`: as `datasets`' push_to_hub (default 500MB).  `repo_id`,
+    `metric_space`, `code_url`: the dataset's Hub id, the metric's Space and the code, linked from the card.
+    Returns a summary."""
     from datasets.info import DatasetInfo, DatasetInfosDict
     from datasets.splits import SplitDict, SplitInfo
     samples_dir, out_dir = Path(samples_dir), Path(out_dir)
-    if not isinstance(shard_rows, int) or shard_rows < 1:
-        raise PublishError(f"shard_rows must be a positive integer, got {shard_rows!r}")
-    if not isinstance(license, str) or not re.fullmatch(r"[a-z0-9][a-z0-9.+-]*", license):
+    if license is not None and (not isinstance(license, str) or not re.fullmatch(r"[a-z0-9][a-z0-9.+-]*", license)):
         raise PublishError(f"license {license!r} is not a Hub license identifier (e.g. apache-2.0, mit, other)")
+    for name, value in (("repo_id", repo_id), ("metric_space", metric_space)):
+        if value is not None and not re.fullmatch(r"[\w.-]+/[\w.-]+", str(value)):
+            raise PublishError(f"{name} {value!r} is not of the form owner/name")
     for src in filter(None, (samples_dir, instruct_dir)):
         if out_dir.resolve() in (Path(src).resolve(), *Path(src).resolve().parents):
             raise PublishError(f"out folder {out_dir} must not contain the input {src}")
@@ -144,36 +149,46 @@ def publish(samples_dir: Path, out_dir: Path, *, instruct_dir: Path | None = Non
     try:
         infos, configs, instruct = {}, [], None
         summary = {"out": str(out_dir), "fingerprint": fingerprint, "context": context, "configs": {}}
-        for name, split, feats in ((names[0], "test", features()), (names[1], "train", instruct_features()),
-                                   (names[2], "train", repo_features())):
+        staging = tmp / ".staging"  # datasets' Arrow files of the streamed corpus: removed before the rename
+        for name, split, feats in ((names[0], "test", sample_features(samples)),
+                                   (names[1], "train", instruct_features()), (names[2], "train", repo_features())):
             folder = tmp / "data" / name
             if name == names[1]:
                 if instruct_path is None:
                     continue
-                num_bytes, size, instruct = _write_instruct(instruct_path, folder, shard_rows)
-                count = instruct["records"]
+                instruct = _instruct_counts(instruct_path)  # validates every record before anything is written
+                written = write_split(folder, split, feats, generator=_instruct_rows,
+                                      gen_kwargs={"path": str(instruct_path)}, cache_dir=staging,
+                                      max_shard_size=max_shard_size)
             else:
                 rows = samples if name == names[0] else [r.to_dict() for r in records]
-                (num_bytes, size), count = _write_shards(rows, feats, folder, split, shard_rows), len(rows)
+                if name == names[0] and "context_code" not in feats:
+                    rows = [{k: v for k, v in row.items() if k != "context_code"} for row in rows]
+                written = write_split(folder, split, feats, rows=rows, max_shard_size=max_shard_size)
             splits = SplitDict()
-            splits.add(SplitInfo(name=split, num_bytes=num_bytes, num_examples=count))
-            infos[name] = DatasetInfo(features=feats, splits=splits, download_size=size, dataset_size=num_bytes)
+            splits.add(SplitInfo(name=split, num_bytes=written.arrow_bytes, num_examples=written.num_rows))
+            infos[name] = DatasetInfo(features=feats, splits=splits, download_size=written.file_bytes,
+                                      dataset_size=written.arrow_bytes)
             configs.append({"config_name": name, "data_files": [{"split": split, "path": f"data/{name}/*.parquet"}],
                             **({"default": True} if name == SAMPLES_CONFIG else {})})
-            summary["configs"][name] = {"split": split, "num_examples": count, "bytes": size, "arrow_bytes": num_bytes,
-                                        "files": sorted(p.name for p in folder.iterdir())}
+            summary["configs"][name] = {"split": split, "num_examples": written.num_rows, "bytes": written.file_bytes,
+                                        "arrow_bytes": written.arrow_bytes, "files": list(written.files)}
+        shutil.rmtree(staging, ignore_errors=True)
         measured = samples_path.parent / MEASUREMENTS_FILE  # what the building machine measured: beside the data
         if measured.is_file():
             summary["measurements"] = write_measurements(list(read_measurements(measured)), tmp / MEASUREMENTS_FILE)
         charts = write_charts(stats, tmp / CHARTS_DIR)
-        meta = {"pretty_name": "ExecRepoBench", "license": license, "task_categories": ["text-generation"],
-                "tags": TAGS, "size_categories": [next((c for limit, c in SIZE_CATEGORIES if len(samples) < limit),
-                                                       "1M<n<10M")], "configs": configs}
+        meta = {"pretty_name": "ExecRepoBench", **({"license": license} if license else PER_REPOSITORY_LICENSE),
+                "language": LANGUAGES, "task_categories": ["text-generation"], "tags": TAGS,
+                "size_categories": [next((c for limit, c in SIZE_CATEGORIES if len(samples) < limit), "1M<n<10M")],
+                "configs": configs}
         DatasetInfosDict(infos).to_dataset_card_data(meta)  # `dataset_info:` exactly as `datasets` writes it
         inline = context_code_bytes(sample_records, records)
+        links = {"dataset": repo_id, "metric": metric_space, "code": code_url}
         card = render_card(meta, report, samples, records, fingerprint, instruct, instruct_report,
                            figures.markdown(stats, charts, CHARTS_DIR), sizes=summary["configs"], context=context,
-                           inline_context_bytes=inline)
+                           inline_context_bytes=inline, links=links)
+        (tmp / "LICENSES.md").write_text(licenses_file(records, license), encoding="utf-8")
         summary["materialised_context_bytes"] = inline
         (tmp / "README.md").write_text(card, encoding="utf-8")
         summary["charts"] = [f"{CHARTS_DIR}/{c}" for c in charts.values()]

@@ -34,6 +34,11 @@ class ContextFile:
     code: str
 
 
+# Fields a record may leave out when read: the published rows of samples that name their context by path have
+# no `context_code` column (it would always be empty); read back, it is ().
+OPTIONAL_ON_READ = frozenset({"context_code"})
+
+
 @dataclass(frozen=True)
 class Sample:
     sample_id: str
@@ -92,7 +97,7 @@ class Sample:
         if not isinstance(data, Mapping):
             raise RecordError(f"record {where}: expected a mapping, got {type(data).__name__}")
         names = {f.name for f in dataclasses.fields(cls)}
-        required = {f.name for f in dataclasses.fields(cls) if f.default is dataclasses.MISSING}
+        required = {f.name for f in dataclasses.fields(cls) if f.default is dataclasses.MISSING} - OPTIONAL_ON_READ
         missing = sorted(required - set(data))
         if missing:
             raise RecordError(f"record {where}: missing field(s) {', '.join(missing)}")
@@ -106,7 +111,7 @@ class Sample:
         try:
             kwargs["context_code"] = tuple(
                 ContextFile(path=c["path"], code=c["code"]) if isinstance(c, Mapping) else ContextFile(*c)
-                for c in data["context_code"]
+                for c in data.get("context_code") or ()
             )
         except (TypeError, KeyError, ValueError) as exc:
             raise RecordError(f"record {where}: context_code must be a list of {{path, code}}: {exc}") from None

@@ -4,7 +4,7 @@
 row groups of at most `batch_rows` rows, opening a new shard every `shard_rows` rows; `close()` returns
 the paths.  The schema is the explicit one of the `datasets` features, so empty lists never change it;
 an empty corpus still gets one (empty) shard so that the config loads.  Used by the Repo-Instruct
-builder and by `publish` (which streams the instruct corpus from JSONL instead of holding it).
+builder for its own output; `publish` writes the published dataset through `datasets` (`hub_parquet.py`).
 """
 from __future__ import annotations
 

@@ -32,6 +32,17 @@ from .prepare import EnvironmentsMissing, PrepareConfig, ensure_prepared
 from .scoring import edit_similarity, latex_row, summarize
 
 
+# What a result holds besides the scores: where and how it was judged, the LaTeX row, per-completion rows.
+REPORT_KEYS = ("sandbox", "sandbox_note", "executor", "latex", "artifacts_base", "details", "budgets")
+
+
+def split_result(result: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(scores, report): the numbers (pass@k, ES, counts; fractions 0..1) apart from the report (`details`:
+    one row per completion, `sandbox`, `sandbox_note`, `executor`, `latex`, `artifacts_base`)."""
+    return ({k: v for k, v in result.items() if k not in REPORT_KEYS},
+            {k: result[k] for k in REPORT_KEYS if k in result})
+
+
 class HarnessError(RuntimeError):
     """Some judgements failed for the harness's reasons, not the model's.  `.result` is the full
     result of the evaluation (as `compute()` would return it), `.errors` its `error` rows."""

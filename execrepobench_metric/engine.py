@@ -37,10 +37,12 @@ ENGINE_VERSION = "6"  # 3: the in-process guard (and the execution layer's isola
 # 5: phase budgets, hypothesis' wall-clock checks lifted, failure messages in the detail; 6: budgets derived at
 # judging time from the build's measurements (per-test and collection phase budgets)
 EXEC_ENV_VAR = "EXECREPOBENCH_ALLOW_EXEC"
+HF_EXEC_ENV_VAR = "HF_ALLOW_CODE_EVAL"  # the opt-in of evaluate's code_eval and of lm-eval: accepted as well
 OPT_IN_MESSAGE = (
     "ExecRepoBench executes model-generated code against repository tests. Opt in explicitly with the "
-    f"environment variable {EXEC_ENV_VAR}=1 or the argument allow_exec=True (runs are sandboxed with "
-    "bubblewrap: no network, read-only filesystem outside a private view).")
+    f"environment variable {EXEC_ENV_VAR}=1 (or {HF_EXEC_ENV_VAR}=1, as for evaluate's code_eval) or the "
+    "argument allow_exec=True (runs are sandboxed with bubblewrap: no network, read-only filesystem outside a "
+    "private view).")
 
 
 class ExecutionNotAllowed(RuntimeError):
@@ -51,7 +53,7 @@ class ExecutionNotAllowed(RuntimeError):
 class EngineConfig:
     judge: JudgeConfig = field(default_factory=JudgeConfig)
     workers: int = field(default_factory=lambda: os.cpu_count() or 1)
-    allow_exec: bool | None = None  # None: read EXECREPOBENCH_ALLOW_EXEC
+    allow_exec: bool | None = None  # None: read EXECREPOBENCH_ALLOW_EXEC / HF_ALLOW_CODE_EVAL
     allow_weak_sandbox: bool = False
     use_cache: bool = True
     journal: Path | None = None
@@ -62,7 +64,9 @@ class EngineConfig:
 
 
 def require_opt_in(allow_exec: bool | None) -> None:
-    allowed = allow_exec if allow_exec is not None else os.environ.get(EXEC_ENV_VAR, "") in ("1", "true", "yes")
+    """allow_exec True, or (allow_exec None) EXECREPOBENCH_ALLOW_EXEC=1/true/yes or HF_ALLOW_CODE_EVAL=1."""
+    allowed = allow_exec if allow_exec is not None else (
+        os.environ.get(EXEC_ENV_VAR, "") in ("1", "true", "yes") or os.environ.get(HF_EXEC_ENV_VAR, "") == "1")
     if not allowed:
         raise ExecutionNotAllowed(OPT_IN_MESSAGE)
 

@@ -2,6 +2,11 @@
 module (`execrepobench.py`, written by `execrepobench publish-metric`): both are thin scripts that
 subclass `ExecRepoBenchMetric` (see `hub_module.module_script`).
 
+Like evaluate's `code_eval`: scores are fractions (0..1), the opt-in may be HF_ALLOW_CODE_EVAL=1, and the
+scores come apart from the per-completion rows: `compute()` returns the scores only (a flat dict of numbers,
+so the module works inside `evaluate.combine`); `return_details=True` returns `(scores, report)` as
+`code_eval` returns `(pass_at_k, results)`.
+
 `evaluate` casts inputs to the metric's features before `_compute` sees them (a prediction `42`
 would become the text "42").  So `compute`, `add_batch` and `add` check the raw inputs first
 (`inputs.check_inputs`) and hand `evaluate` one canonical form: a list of strings per prediction and
@@ -15,7 +20,7 @@ import dataclasses
 import datasets
 import evaluate
 
-from .api import _load_samples, compute
+from .api import _load_samples, compute, split_result
 from .inputs import InputError, canonical_reference, check_inputs
 
 CITATION = """\
@@ -57,7 +62,8 @@ Args:
     prepare: make missing environments first from `dataset`'s repository records (default:
         EXECREPOBENCH_PREPARE=1); otherwise missing environments raise `EnvironmentsMissing`, which
         names them and the `execrepobench prepare` command, and nothing is judged.
-    allow_exec: must be True (or EXECREPOBENCH_ALLOW_EXEC=1) to run model code at all.
+    allow_exec: must be True (or the environment has EXECREPOBENCH_ALLOW_EXEC=1 or, as for evaluate's
+        code_eval, HF_ALLOW_CODE_EVAL=1) to run model code at all.
     allow_weak_sandbox: accept running without bubblewrap (rlimits + timeout only); the output says so.
     journal: JSONL file recording each verdict as it lands; re-running with it resumes.
     use_cache: reuse verdicts of identical completed files (default True).
@@ -70,25 +76,33 @@ Args:
         `pip install execrepobench[ray]`): each node makes the environments it lacks from the
         repository records of `dataset` (or those kept with this cache's environments).
     ray_address: the Ray cluster: "auto", "HOST:PORT", or None (RAY_ADDRESS, else a local instance).
+    return_details: False (default): the scores only; True: `(scores, report)`, as code_eval returns
+        `(pass_at_k, results)` (not inside `evaluate.combine`, which merges dicts).
 Raises:
     InputError (a ValueError) before anything is judged when any input is invalid: one message lists
     every bad item by index, sample id and field.
     HarnessError (execrepobench_metric.api) when any judgement failed for the harness's reasons
     (verdict `error`): everything is judged first, the exception's `.result` holds the full result.
 Returns:
-    A flat dict: `pass@1` (and `pass@k`), `es`, the same per fill type (`pass@1/<fill type>`), per
-    level (`pass@1/level/<level>`) and per repository (`pass@1/repo/<name>`), `verdicts/<reason>`
-    counts, `harness_errors`, `sandbox`, `sandbox_note`, `executor` (which executor, items and
-    environments per node), `latex` (a LaTeX row in the paper's column
-    order, ES then Pass@1 per group) and `details` (per completion: verdict, reason, failing tests,
-    duration, stderr tail, `harness_error`, `artifacts`).
+    The scores, a flat dict of numbers; every score is a fraction in 0..1 as in code_eval (the LaTeX row
+    and the command line's tables print percent): `pass@1` (and `pass@k`), `es` (edit similarity), the
+    same per fill type (`pass@1/<fill type>`), per level (`pass@1/level/<level>`) and per repository
+    (`pass@1/repo/<name>`), `n_samples` (also per group), `n_completions`, `verdicts/<reason>` counts and
+    `harness_errors`.
+    With return_details=True, `(scores, report)`: the report has `details` (per completion: sample id,
+    completion index, verdict, reason, failing tests, duration, stderr tail, `harness_error`, `artifacts`,
+    fill type, repository, ES), `sandbox`, `sandbox_note`, `executor` (which executor, items and
+    environments per node), `latex` (a LaTeX row in the paper's column order, ES then Pass@1 per group,
+    in percent) and `artifacts_base`.
 Examples:
     >>> import evaluate  # doctest: +SKIP
     >>> metric = evaluate.load("USER/execrepobench")  # doctest: +SKIP
     >>> out = metric.compute(predictions=[s["middle_code"] for s in samples], references=samples,
     ...                      allow_exec=True)  # doctest: +SKIP
     >>> out["pass@1"]  # doctest: +SKIP
-    100.0
+    1.0
+    >>> scores, report = metric.compute(predictions=[s["middle_code"] for s in samples], references=samples,
+    ...                                 allow_exec=True, return_details=True)  # doctest: +SKIP
     >>> from execrepobench_metric.api import normalize_predictions
     >>> normalize_predictions(["x = 1", ["a", "b"]])
     [['x = 1'], ['a', 'b']]
@@ -169,9 +183,12 @@ class ExecRepoBenchMetric(evaluate.Metric):
     def _compute(self, predictions, references, k=(1,), num_workers=None, timeout=None,
                  test_selection="judged", dataset=None, allow_exec=None, allow_weak_sandbox=False,
                  journal=None, use_cache=True, model_name="model", prepare=None, keep_artifacts=False,
-                 artifacts_dir=None, executor="local", ray_address=None):
-        return compute(predictions, references, k=k, num_workers=num_workers, timeout=timeout,
-                       test_selection=test_selection, dataset=dataset, allow_exec=allow_exec,
-                       allow_weak_sandbox=allow_weak_sandbox, journal=journal, use_cache=use_cache,
-                       model_name=model_name, prepare=prepare, keep_artifacts=keep_artifacts,
-                       artifacts_dir=artifacts_dir, executor=executor, ray_address=ray_address)
+                 artifacts_dir=None, executor="local", ray_address=None, return_details=False):
+        scores, report = split_result(compute(
+            predictions, references, k=k, num_workers=num_workers, timeout=timeout, test_selection=test_selection,
+            dataset=dataset, allow_exec=allow_exec, allow_weak_sandbox=allow_weak_sandbox, journal=journal,
+            use_cache=use_cache, model_name=model_name, prepare=prepare, keep_artifacts=keep_artifacts,
+            artifacts_dir=artifacts_dir, executor=executor, ray_address=ray_address))
+        if report.get("sandbox_note"):  # the weak mode, accepted with allow_weak_sandbox=True: said, not hidden
+            evaluate.logging.get_logger(__name__).warning(report["sandbox_note"])
+        return (scores, report) if return_details else scores

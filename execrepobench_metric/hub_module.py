@@ -25,6 +25,9 @@ DEFAULT_NAME = "execrepobench"
 DISTRIBUTION = "execrepobench"
 CARD = Path(__file__).with_name("README.md")
 LOAD_PLACEHOLDER = 'evaluate.load("USER/execrepobench")'
+DATASET_PLACEHOLDER = "USER/execrepobench-dataset"
+DATASET_LINK = "- Dataset: the dataset published with `execrepobench publish` (a Hub dataset id or folder)"
+CODE_LINK = "the `execrepobench` package (`pip install execrepobench`)"
 
 _SCRIPT = '''"""ExecRepoBench for `evaluate`: repository-level code completion judged by running the
 repository's own tests in a sandbox (pass@k and edit similarity per fill type).
@@ -72,24 +75,40 @@ def module_script(name: str = DEFAULT_NAME) -> str:
     return _SCRIPT.format(dist=DISTRIBUTION, cls=class_name(name))
 
 
-def card(repo_id: str | None = None) -> str:
-    """The metric card (README.md with the Space front matter); `repo_id` fills the load call."""
+def card(repo_id: str | None = None, dataset_id: str | None = None, code_url: str | None = None) -> str:
+    """The metric card (README.md with the Space front matter): `repo_id` fills the load call, `dataset_id` the
+    front matter's `datasets:` (the Hub links the Space and the dataset) and the examples, `code_url` the link to
+    the code."""
+    import yaml
+
     text = CARD.read_text(encoding="utf-8")
-    return text.replace(LOAD_PLACEHOLDER, f'evaluate.load("{repo_id}")') if repo_id else text
+    if repo_id:
+        text = text.replace(LOAD_PLACEHOLDER, f'evaluate.load("{repo_id}")')
+    if code_url:
+        text = text.replace(CODE_LINK + "\n", code_url + "\n")
+    if not dataset_id:
+        return text
+    text = text.replace(DATASET_LINK, f"- Dataset: [{dataset_id}](https://huggingface.co/datasets/{dataset_id})")
+    _, front, body = text.split("---\n", 2)
+    meta = {**yaml.safe_load(front), "datasets": [dataset_id]}
+    body = body.replace(DATASET_PLACEHOLDER, dataset_id)
+    return "---\n" + yaml.safe_dump(meta, sort_keys=False, allow_unicode=True, width=1000) + "---\n" + body
 
 
-def module_files(name: str = DEFAULT_NAME, *, repo_id: str | None = None,
-                 requirement: str | None = None) -> dict[str, str]:
+def module_files(name: str = DEFAULT_NAME, *, repo_id: str | None = None, requirement: str | None = None,
+                 dataset_id: str | None = None, code_url: str | None = None) -> dict[str, str]:
     """File name -> text of the module folder."""
     requirement = requirement or f"{DISTRIBUTION}=={__version__}"
     if not requirement.strip() or "\n" in requirement:
         raise MetricPublishError(f"requirement {requirement!r}: one pip requirement line expected")
-    return {f"{name}.py": module_script(name), "README.md": card(repo_id), "app.py": _APP.format(name=name),
+    return {f"{name}.py": module_script(name), "README.md": card(repo_id, dataset_id, code_url),
+            "app.py": _APP.format(name=name),
             "requirements.txt": requirement.strip() + "\n"}
 
 
 def write_metric_folder(out: Path, *, name: str | None = None, repo_id: str | None = None,
-                        requirement: str | None = None, overwrite: bool = False) -> Path:
+                        requirement: str | None = None, overwrite: bool = False, dataset_id: str | None = None,
+                        code_url: str | None = None) -> Path:
     """Write OUT/NAME/ (script, card, app, requirements) and return it.  NAME defaults to the
     Space's name when `repo_id` is given, else `execrepobench`.  Written to a temporary sibling and
     renamed, so a failure never leaves a half-written folder."""
@@ -99,7 +118,9 @@ def write_metric_folder(out: Path, *, name: str | None = None, repo_id: str | No
         if repo_id.split("/")[-1] != name:
             raise MetricPublishError(f"the Space {repo_id!r} must be named like the module ({name!r}): "
                                      f"evaluate.load({repo_id!r}) fetches {repo_id.split('/')[-1]}.py")
-    files = module_files(name, repo_id=repo_id, requirement=requirement)
+    if dataset_id is not None:
+        check_repo_id(dataset_id)
+    files = module_files(name, repo_id=repo_id, requirement=requirement, dataset_id=dataset_id, code_url=code_url)
     target = Path(out) / name
     if target.exists() and any(target.iterdir()) and not overwrite:
         raise MetricPublishError(f"{target} exists and is not empty (pass overwrite / --overwrite to replace it)")

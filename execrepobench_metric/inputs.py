@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from execrepobench_dataset.record import FILL_TYPES, RecordError, Sample
+from execrepobench_dataset.record import FILL_TYPES, OPTIONAL_ON_READ, RecordError, Sample
 
 from .pytest_run import PytestInvocation
 
@@ -20,7 +20,7 @@ SELECTIONS = ("judged", "suite")
 MAX_LISTED = 20  # problems spelled out in the message; the rest are counted
 
 _FIELDS = {f.name: f for f in dataclasses.fields(Sample)}
-_REQUIRED = [name for name, f in _FIELDS.items() if f.default is dataclasses.MISSING]
+_REQUIRED = [name for name, f in _FIELDS.items() if f.default is dataclasses.MISSING and name not in OPTIONAL_ON_READ]
 _BY_TYPE: dict[str, list[str]] = {}
 for _f in _FIELDS.values():  # field types from the record's dataclass (the one schema)
     _BY_TYPE.setdefault(str(_f.type), []).append(_f.name)
@@ -102,7 +102,7 @@ def check_record(data: Mapping[str, Any], selection: str) -> list[tuple[str, str
         if not isinstance(value, (list, tuple)) or not all(
                 isinstance(x, (int, float)) and not isinstance(x, bool) for x in value):
             out.append((name, f"must be a list of numbers, got {_type_name(value)}"))
-    context = data.get("context_code", [])
+    context = data.get("context_code") or []  # left out (or None) in rows that name their context by path
     if not isinstance(context, (list, tuple)) or not all(
             isinstance(c, Mapping) and set(c) == {"path", "code"} and all(isinstance(v, str) for v in c.values())
             for c in context):

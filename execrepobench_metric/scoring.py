@@ -1,8 +1,10 @@
 """Turn per-sample verdicts and completions into ExecRepoBench scores.
 
-All scores are percentages in 0..100, as the paper reports them: pass@k is the unbiased estimator
-times 100, and edit similarity (ES) is rapidfuzz ``fuzz.ratio`` (already 0..100).  Group means are
-micro-averages over samples (each sample weighs the same), as the official script averages.
+All scores are fractions in 0..1, as `evaluate`'s `code_eval` returns them: pass@k is the unbiased
+estimator, and edit similarity (ES) is rapidfuzz ``fuzz.ratio`` / 100.  Only what people read prints
+percent, as the paper reports them: the LaTeX row (`latex_row`), the terminal table and the charts,
+each saying so.  Group means are micro-averages over samples (each sample weighs the same), as the
+official script averages.
 
 Reference: the official evaluation, QwenLM/Qwen2.5-Coder
 ``qwencoder-eval/base/benchmarks/ExecRepoBench/eval.py`` (``evaluate_es_score``,
@@ -126,11 +128,11 @@ def strip_code(code: str) -> str:
 
 
 def edit_similarity(completion: str, reference: str) -> float:
-    """rapidfuzz `fuzz.ratio` (0..100) of the stripped texts; both empty after stripping -> 100."""
+    """rapidfuzz `fuzz.ratio` of the stripped texts as a fraction (0..1); both empty after stripping -> 1."""
     a, b = strip_code(completion).strip(), strip_code(reference).strip()
     if not a and not b:
-        return 100.0
-    return float(fuzz.ratio(a, b))
+        return 1.0
+    return float(fuzz.ratio(a, b)) / 100.0
 
 
 def _mean(values: Sequence[float]) -> float:
@@ -139,7 +141,7 @@ def _mean(values: Sequence[float]) -> float:
 
 def summarize(samples: Sequence[Sample], verdict_passed: Sequence[Sequence[bool]],
               completions: Sequence[Sequence[str]], ks: Sequence[int] = (1,)) -> dict[str, float | int]:
-    """Flat score dict: pass@k and ES (0..100) overall and per fill type, level and repository.
+    """Flat score dict: pass@k and ES (fractions, 0..1) overall and per fill type, level and repository.
 
     `verdict_passed[i][j]` says whether `completions[i][j]` (a completion of `samples[i]`) passed.
     Keys: `pass@K` / `es` overall; `pass@K/<fill type>`, `pass@K/level/<level>`,
@@ -166,7 +168,7 @@ def summarize(samples: Sequence[Sample], verdict_passed: Sequence[Sequence[bool]
     per_sample = []  # (group suffixes, {metric: value})
     for sample, verdicts, comps in zip(samples, verdict_passed, completions):
         n, c = len(verdicts), sum(1 for v in verdicts if v)
-        metrics = {f"pass@{k}": 100.0 * pass_at_k(n, c, k) for k in kept_ks}
+        metrics = {f"pass@{k}": pass_at_k(n, c, k) for k in kept_ks}
         metrics["es"] = _mean([edit_similarity(comp, sample.middle_code) for comp in comps])
         groups = ("", f"/{sample.fill_type}", f"/level/{LEVEL_OF_FILL[sample.fill_type]}",
                   f"/repo/{sample.repo_name}")
@@ -194,11 +196,12 @@ def _latex_escape(text: str) -> str:
 
 
 def latex_row(summary: Mapping[str, float | int], model_name: str) -> str:
-    """One table row `model & ES & Pass@1 & ... \\\\` in `LATEX_COLUMNS` order; `-` where missing."""
+    """One table row `model & ES & Pass@1 & ... \\\\` in `LATEX_COLUMNS` order, in percent as the paper
+    prints it (the scores are fractions); `-` where missing."""
     cells = [_latex_escape(model_name)]
     for _, fill in LATEX_COLUMNS:
         suffix = f"/{fill}" if fill else ""
         for metric in ("es", "pass@1"):
             value = summary.get(metric + suffix)
-            cells.append("-" if value is None else f"{value:.1f}")
+            cells.append("-" if value is None else f"{100.0 * value:.1f}")
     return " & ".join(cells) + r" \\"

@@ -6,11 +6,13 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+from .cli_compare import COMMANDS as COMPARE_COMMANDS
 from .cli_data import COMMANDS as DATA_COMMANDS
 from .cli_metric import COMMANDS as METRIC_COMMANDS
 from .cli_prepare import COMMANDS as PREPARE_COMMANDS
 
 HARNESS_ERROR_EXIT = 3  # results were written, but some work failed for the harness's reasons
+DEFAULT_MANIFEST = Path("<the packaged default manifest>")  # `--manifest` given without a path
 
 
 def _add_executor(p: argparse.ArgumentParser, what: str) -> None:
@@ -96,6 +98,8 @@ def _add_evaluate(p: argparse.ArgumentParser) -> None:
     which = p.add_mutually_exclusive_group(required=True)
     which.add_argument("--samples", type=Path, help="samples.jsonl written by `build`")
     which.add_argument("--dataset", help="a builder output folder, a published dataset folder, or a Hub dataset id")
+    p.add_argument("--config", default=None, help="with --dataset: the samples' config (default exec_repo_bench)")
+    p.add_argument("--revision", default=None, help="with a Hub dataset id: a branch, tag or commit")
     p.add_argument("--prepare", action="store_true",
                    help="make missing environments first (from the dataset's repository records; needs --dataset)")
     src = p.add_mutually_exclusive_group(required=True)
@@ -122,7 +126,7 @@ def _run_evaluate(args: argparse.Namespace) -> int:
     import json
 
     from execrepobench_dataset.load import DatasetNotFound, open_dataset
-    from execrepobench_dataset.record import RecordError, read_jsonl
+    from execrepobench_dataset.record import RecordError
     from execrepobench.runner.report import table, write_error_results, write_results
     from execrepobench_metric.api import HarnessError, InputError, compute
     from execrepobench_metric.engine import ExecutionNotAllowed
@@ -132,7 +136,10 @@ def _run_evaluate(args: argparse.Namespace) -> int:
     from execrepobench_metric.prepare import EnvironmentsMissing
 
     try:
-        samples = list(read_jsonl(args.samples)) if args.samples else list(open_dataset(args.dataset).samples)
+        if args.samples and (args.config or args.revision):
+            raise InputError("--config and --revision choose what to read from a published dataset: give --dataset")
+        opened = open_dataset(args.samples) if args.samples else open_dataset(args.dataset, args.revision, args.config)
+        samples = list(opened.samples)
         if args.reference_fill == "ground_truth":
             preds = [s.middle_code for s in samples]
         elif args.reference_fill == "null":
@@ -156,7 +163,8 @@ def _run_evaluate(args: argparse.Namespace) -> int:
                       allow_weak_sandbox=args.allow_weak_sandbox, journal=args.out / "journal.jsonl",
                       model_name=args.model_name, progress=not args.no_progress,
                       # ray: the records beside --samples tell the nodes how to make the environments
-                      dataset=args.dataset or (args.samples if args.executor == "ray" else None),
+                      dataset=(args.dataset if not args.revision else opened.folder) if args.dataset
+                      else (args.samples if args.executor == "ray" else None),
                       prepare=True if args.prepare else None, keep_artifacts=args.keep_artifacts,
                       artifacts_dir=args.out / "artifacts", executor=args.executor, ray_address=args.ray_address)
     except HarnessError as exc:
@@ -166,8 +174,15 @@ def _run_evaluate(args: argparse.Namespace) -> int:
             json.JSONDecodeError, DatasetNotFound, EnvironmentsMissing, ExecutorUnavailable) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    metrics = write_results(args.out, out, args.model_name)
-    print(table(metrics))
+    from execrepobench.runner.dataset_source import dataset_record
+    from execrepobench_dataset.version import __version__
+
+    record = {"command": "evaluate", "package_version": __version__, "dataset": dataset_record(opened, samples, None),
+              "model": args.model_name, "predictions": str(args.predictions) if args.predictions else None,
+              "reference_fill": args.reference_fill, "k": list(args.k or [1]), "test_selection": args.test_selection,
+              "timeout_s": args.timeout, "executor": args.executor}
+    metrics = write_results(args.out, out, args.model_name, run=record)
+    print(table(metrics, tuple(args.k or [1])))
     print(f"LaTeX: {metrics['latex']}")
     print(f"wrote {args.out}/results.jsonl, metrics.json, latex.txt, chart.png")
     return 0
@@ -175,13 +190,28 @@ def _run_evaluate(args: argparse.Namespace) -> int:
 
 def _add_run(p: argparse.ArgumentParser) -> None:
     src = p.add_mutually_exclusive_group()
-    src.add_argument("--manifest", type=Path, help="build from this manifest (default: the packaged default)")
+    src.add_argument("--dataset", metavar="OWNER/NAME|FOLDER",
+                     help="evaluate a published dataset: a Hub dataset id (read through the Hugging Face cache) or a "
+                          "published folder")
+    src.add_argument("--samples", type=Path, help="evaluate these builder samples (samples.jsonl)")
+    src.add_argument("--manifest", type=Path, nargs="?", const=DEFAULT_MANIFEST,
+                     help="build samples from this manifest first (no PATH: the packaged default manifest; hours)")
     src.add_argument("--quickstart", action="store_true", help="build from the small packaged quickstart manifest")
-    src.add_argument("--samples", type=Path, help="evaluate these samples (samples.jsonl) instead of building")
+    p.add_argument("--config", default=None,
+                   help="with --dataset: the samples' config (default exec_repo_bench)")
+    p.add_argument("--revision", default=None, help="with --dataset OWNER/NAME: a branch, tag or commit of the Hub "
+                                                    "dataset")
+    p.add_argument("--limit", type=int, default=None,
+                   help="judge only N samples: a deterministic subset, stratified by fill type")
+    p.add_argument("--prepare", action="store_true",
+                   help="make missing environments first, from the dataset's repository records (or "
+                        "EXECREPOBENCH_PREPARE=1); otherwise missing ones are named with the command that makes them")
     p.add_argument("--out", type=Path, required=True, help="results folder")
     p.add_argument("--backend", default="baseline",
                    help="generation backend: baseline, oracle, null (offline); transformers, vllm, openai (models)")
-    p.add_argument("--model", default=None, help="model name or path for model backends")
+    p.add_argument("--model", default=None,
+                   help="model backends: a local model folder or a Hugging Face Hub model id (OWNER/NAME, read through "
+                        "the Hugging Face cache; downloaded unless HF_HUB_OFFLINE=1); openai: the served name")
     p.add_argument("--n", type=int, default=1, help="completions per sample")
     p.add_argument("--k", type=int, action="append", default=None, help="pass@k (repeatable; default 1)")
     p.add_argument("--workers", type=int, default=None)
@@ -202,6 +232,13 @@ def _add_run(p: argparse.ArgumentParser) -> None:
     g.add_argument("--seed", type=int, default=None, help="sampling seed (default 0; per sample derived from it)")
     g.add_argument("--max-new-tokens", type=int, default=None, help="generation budget per completion (default 512)")
     g.add_argument("--tensor-parallel-size", type=int, default=None, help="vllm: GPUs to shard the model over")
+    g.add_argument("--max-model-len", type=int, default=None,
+                   help="vllm: the engine's context length; every prompt backend fits its prompts to it")
+    g.add_argument("--gpu-memory-utilization", type=float, default=None,
+                   help="vllm: fraction of GPU memory for the engine (vLLM's default 0.9)")
+    g.add_argument("--dtype", default=None, help="vllm, transformers: auto (default), bfloat16, float16, float32")
+    g.add_argument("--trust-remote-code", action="store_true",
+                   help="vllm, transformers: run the model repository's own Python code (off by default)")
     g.add_argument("--base-url", default=None,
                    help="openai: the server's URL, e.g. http://127.0.0.1:8000/v1 (default $OPENAI_BASE_URL)")
 
@@ -216,10 +253,18 @@ def _run_run(args: argparse.Namespace) -> int:
     from execrepobench_metric.isolation import SandboxUnavailable
     from execrepobench_metric.prepare import EnvironmentsMissing
 
-    options = {key: getattr(args, key) for key in ("temperature", "top_p", "seed", "tensor_parallel_size", "base_url")
+    from execrepobench.builder.manifest import default_manifest_path
+    from execrepobench_dataset.load import DatasetNotFound
+
+    options = {key: getattr(args, key) for key in ("temperature", "top_p", "seed", "tensor_parallel_size", "base_url",
+                                                   "max_model_len", "gpu_memory_utilization", "dtype")
                if getattr(args, key) is not None}
-    config = RunConfig(out=args.out, backend=args.backend, model=args.model, samples=args.samples,
-                       manifest=args.manifest, quickstart=args.quickstart, n=args.n, k=tuple(args.k or [1]),
+    if args.trust_remote_code:
+        options["trust_remote_code"] = True
+    manifest = default_manifest_path() if args.manifest == DEFAULT_MANIFEST else args.manifest
+    config = RunConfig(out=args.out, backend=args.backend, model=args.model, dataset=args.dataset, config=args.config,
+                       revision=args.revision, samples=args.samples, manifest=manifest, quickstart=args.quickstart,
+                       limit=args.limit, prepare=True if args.prepare else None, n=args.n, k=tuple(args.k or [1]),
                        workers=args.workers, timeout_s=args.timeout,
                        allow_exec=True if args.allow_exec else None, allow_weak_sandbox=args.allow_weak_sandbox,
                        progress=not args.no_progress, backend_options=options, template=args.template,
@@ -230,7 +275,7 @@ def _run_run(args: argparse.Namespace) -> int:
     except (HarnessError, BuildFailed):  # run() wrote what it could and printed what failed
         return HARNESS_ERROR_EXIT
     except (OSError, ValueError, ImportError, ManifestError, RecordError, InputError, ExecutionNotAllowed,
-            SandboxUnavailable, EnvironmentsMissing, ExecutorUnavailable) as exc:
+            SandboxUnavailable, EnvironmentsMissing, ExecutorUnavailable, DatasetNotFound) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     return 0
@@ -241,11 +286,13 @@ COMMANDS = {
     "build": ("build verified samples from a manifest of repositories", _add_build, _run_build),
     "evaluate": ("judge completions of samples by running their tests in the sandbox", _add_evaluate,
                  _run_evaluate),
-    "run": ("build if needed, generate, evaluate and report in one command", _add_run, _run_run),
+    "run": ("generate, judge and report on a dataset (published, builder samples, or built first)", _add_run,
+            _run_run),
 }
 COMMANDS.update(DATA_COMMANDS)
 COMMANDS.update(METRIC_COMMANDS)
 COMMANDS.update(PREPARE_COMMANDS)
+COMMANDS.update(COMPARE_COMMANDS)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -76,6 +76,12 @@ def add_publish(p: argparse.ArgumentParser) -> None:
     p.add_argument("--revision", default=None)
     p.add_argument("--context", choices=("reference", "materialised"), default="reference",
                    help="samples name their context by path (default) or also carry its code")
+    p.add_argument("--license", default=None,
+                   help="one Hub license id for the whole dataset (default: `other`, each repository's license in "
+                        "LICENSES.md and the card)")
+    p.add_argument("--metric-space", metavar="OWNER/NAME", default=None,
+                   help="the metric's Space (`execrepobench publish-metric --push-to-hub`): linked from the card")
+    p.add_argument("--code-url", default=None, help="where the project's code lives (linked from the card)")
     p.add_argument("--stats-tokenizer", type=Path, default=None,
                    help="tokenizer.json (or a model folder) counting the statistics' tokens")
 
@@ -89,7 +95,9 @@ def run_publish(args: argparse.Namespace) -> int:
         counter = tokenizer_counter(args.stats_tokenizer) if args.stats_tokenizer else None
         summary = publish(args.samples, args.out, instruct_dir=args.instruct, overwrite=args.overwrite,
                           context=args.context, count_tokens=counter,
-                          tokenizer_name=args.stats_tokenizer.name if args.stats_tokenizer else None)
+                          tokenizer_name=args.stats_tokenizer.name if args.stats_tokenizer else None,
+                          license=args.license, repo_id=args.push_to_hub, metric_space=args.metric_space,
+                          code_url=args.code_url)
         if args.push_to_hub:
             push_to_hub(args.out, args.push_to_hub, private=args.private, revision=args.revision)
     except (PublishError, OSError) as exc:
@@ -117,7 +125,9 @@ def add_release(p: argparse.ArgumentParser) -> None:
     p.add_argument("--stats-tokenizer", type=Path, default=None,
                    help="tokenizer.json (or a model folder) counting the statistics' tokens (default: "
                    "deterministic pre-tokenizer pieces)")
-    p.add_argument("--license", default="apache-2.0")
+    p.add_argument("--license", default=None,
+                   help="one Hub license id for the whole dataset (default: `other`, each repository's license in "
+                        "LICENSES.md and the card)")
     p.add_argument("--push-to-hub", metavar="REPO_ID", default=None, help="push the published folder at the end")
     p.add_argument("--private", action="store_true")
     p.add_argument("--no-progress", action="store_true")

@@ -15,6 +15,9 @@ def add_publish_metric(p: argparse.ArgumentParser) -> None:
     p.add_argument("--requirement", default=None,
                    help="the pip requirement line the Space installs (default: execrepobench==<this version>; "
                         "e.g. a git+https URL of this project)")
+    p.add_argument("--dataset", metavar="OWNER/NAME", default=None,
+                   help="the benchmark's Hub dataset: the Space card's `datasets:` (linked both ways) and its examples")
+    p.add_argument("--code-url", default=None, help="where the project's code lives (linked from the card)")
     p.add_argument("--overwrite", action="store_true", help="replace a module folder written before")
     p.add_argument("--private", action="store_true", help="make a new Space private")
 
@@ -24,7 +27,7 @@ def run_publish_metric(args: argparse.Namespace) -> int:
 
     try:
         folder = write_metric_folder(args.out, repo_id=args.push_to_hub, requirement=args.requirement,
-                                     overwrite=args.overwrite)
+                                     overwrite=args.overwrite, dataset_id=args.dataset, code_url=args.code_url)
         print(f"wrote {folder}: evaluate.load({str(folder)!r})")
         if args.push_to_hub:
             push_metric(folder, args.push_to_hub, private=args.private)

@@ -1,5 +1,8 @@
 """Results of an evaluation: results.jsonl, metrics.json, the LaTeX row, a terminal table and a
-PNG chart of pass@1 and ES per fill type."""
+PNG chart of pass@1 and ES per fill type.
+
+Scores are fractions (0..1) in metrics.json and results.jsonl, as `evaluate`'s `code_eval` returns
+them; the table, the chart and the LaTeX row print percent, and say so."""
 from __future__ import annotations
 
 import json
@@ -10,19 +13,37 @@ from execrepobench_dataset.record import FILL_TYPES
 SHORT = {f: f.replace("Random ", "").replace(" Completion", "").replace("grammar-based: ", "") for f in FILL_TYPES}
 
 
-def table(metrics: dict) -> str:
-    rows = [("all", metrics.get("es"), metrics.get("pass@1"), metrics.get("n_samples"))]
-    rows += [(f, metrics[f"es/{f}"], metrics[f"pass@1/{f}"], metrics.get(f"n_samples/{f}"))
-             for f in FILL_TYPES if f"pass@1/{f}" in metrics]
-    lines = [f"{'fill type':34} {'ES':>6} {'pass@1':>7} {'n':>5}"]
-    lines += [f"{name:34} {es:6.1f} {p1:7.1f} {n or 0:5d}" for name, es, p1, n in rows]
+def ks_of(metrics: dict) -> list[int]:
+    """The k of every pass@k the metrics report overall, ascending."""
+    return sorted(int(key[len("pass@"):]) for key in metrics if key.startswith("pass@") and "/" not in key)
+
+
+def table(metrics: dict, requested_k: tuple[int, ...] = ()) -> str:
+    """Per fill type: n, ES and every reported pass@k, in percent; a requested k that could not be
+    reported (fewer completions per sample than k) is named below the table."""
+    ks = ks_of(metrics)
+    groups = [("all", "")] + [(f, f"/{f}") for f in FILL_TYPES if f"pass@1/{f}" in metrics]
+    head = f"{'fill type':34} {'n':>5} {'ES %':>6}" + "".join(f" {f'pass@{k} %':>9}" for k in ks)
+    lines = [head]
+    for name, suffix in groups:
+        n = metrics.get("n_samples" + suffix) or 0
+        cells = [f"{100.0 * metrics['es' + suffix]:6.1f}" if ("es" + suffix) in metrics else f"{'-':>6}"]
+        cells += [f"{100.0 * metrics[key]:9.1f}" if (key := f"pass@{k}{suffix}") in metrics else f"{'-':>9}"
+                  for k in ks]
+        lines.append(f"{name:34} {n:5d} " + " ".join(cells))
+    missing = sorted(set(requested_k) - set(ks))
+    if missing:
+        lines.append("not reported: " + ", ".join(f"pass@{k}" for k in missing)
+                     + " (needs at least k completions per sample: --n)")
     counts = {k.split("/", 1)[1]: v for k, v in metrics.items() if k.startswith("verdicts/") and v}
     lines.append(f"verdicts: {counts}   sandbox: {metrics.get('sandbox')} {metrics.get('sandbox_note', '')}".rstrip())
+    if isinstance(metrics.get("budgets"), dict) and metrics["budgets"].get("rule"):
+        lines.append(f"time limits: {metrics['budgets']['rule']}")  # what limited the runs, never a silent default
     return "\n".join(lines)
 
 
 def chart(metrics: dict, path: Path, title: str) -> Path | None:
-    """Grouped bars: pass@1 and ES per fill type (None when matplotlib is missing)."""
+    """Grouped bars: pass@1 and ES per fill type, in percent (None when matplotlib is missing)."""
     try:
         import matplotlib
 
@@ -33,8 +54,8 @@ def chart(metrics: dict, path: Path, title: str) -> Path | None:
     fills = [f for f in FILL_TYPES if f"pass@1/{f}" in metrics]
     xs = range(len(fills))
     fig, ax = plt.subplots(figsize=(9, 4))
-    ax.bar([x - 0.2 for x in xs], [metrics[f"pass@1/{f}"] for f in fills], 0.4, label="pass@1")
-    ax.bar([x + 0.2 for x in xs], [metrics[f"es/{f}"] for f in fills], 0.4, label="ES")
+    ax.bar([x - 0.2 for x in xs], [100.0 * metrics[f"pass@1/{f}"] for f in fills], 0.4, label="pass@1")
+    ax.bar([x + 0.2 for x in xs], [100.0 * metrics[f"es/{f}"] for f in fills], 0.4, label="ES")
     ax.set_xticks(list(xs), [SHORT[f] for f in fills])
     ax.set_ylim(0, 100)
     ax.set_ylabel("%")
@@ -79,9 +100,13 @@ def write_error_results(out: Path, result: dict) -> str:
     return "\n".join(lines)
 
 
-def write_results(out: Path, result: dict, title: str) -> dict:
-    """Write results.jsonl, metrics.json, latex.txt, chart.png; returns the metrics (no details)."""
+def write_results(out: Path, result: dict, title: str, run: dict | None = None) -> dict:
+    """Write results.jsonl, metrics.json, latex.txt, chart.png; returns the metrics (no details).  `run`:
+    what was run (dataset with its fingerprint, backend, model, template, sampling, n, k, version), kept in
+    metrics.json under "run"."""
     metrics = {k: v for k, v in result.items() if k != "details"}
+    if run is not None:
+        metrics["run"] = run
     _write_rows(out, result)
     (out / "metrics.json").write_text(json.dumps(metrics, indent=1), encoding="utf-8")
     (out / "latex.txt").write_text(metrics.get("latex", "") + "\n", encoding="utf-8")

@@ -1,9 +1,15 @@
 """`execrepobench run`: build if needed -> generate -> evaluate -> report, in one command.
 
-Folder layout under --out: build/ (samples.jsonl, build_report.*; skipped when --samples is given),
-generations.jsonl, journal.jsonl, results.jsonl, metrics.json, latex.txt, chart.png, artifacts/
-(evidence: with --keep-artifacts, and always for harness errors).  Every step resumes: the build
-reuses finished repositories, generation skips done samples, evaluation replays its journal.
+What is evaluated: a published dataset (`--dataset`: a published folder or a Hub id, with `--config` and
+`--revision`), samples from a builder (`--samples`), or samples built first (`--manifest`, `--quickstart`);
+`--limit N` judges a deterministic subset stratified by fill type (`dataset_source.stratified_subset`).
+
+Folder layout under --out: build/ (samples.jsonl, build_report.*; only when building),
+generations.jsonl, journal.jsonl, results.jsonl, metrics.json (the scores and `run`: what was run - the
+dataset with its fingerprint, backend, model, template, sampling, n, k, package version), latex.txt,
+chart.png, artifacts/ (evidence: with --keep-artifacts, and always for harness errors).  Every step
+resumes: the build reuses finished repositories, generation skips done samples, evaluation replays its
+journal.
 
 Harness errors stop the scores, never the record: a build in which some repository failed stops
 before generation (`BuildFailed`: run again once fixed, finished repositories are reused); an
@@ -16,13 +22,17 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from execrepobench_dataset.context import ContextResolver
-from execrepobench_dataset.load import open_dataset
+from execrepobench_dataset.load import OpenedDataset, open_dataset
+from execrepobench_dataset.version import __version__
 from execrepobench_metric.api import HarnessError, compute
 
 from .backends.base import get_backend
+from .dataset_source import dataset_record, stratified_subset
 from .generate import GenerateConfig, generate, read_generations
 from .report import table, write_error_results, write_results
+
+# engine settings of the model backends, recorded in metrics.json when given
+ENGINE_OPTIONS = ("max_model_len", "gpu_memory_utilization", "dtype", "tensor_parallel_size", "trust_remote_code")
 
 
 class BuildFailed(RuntimeError):
@@ -38,9 +48,14 @@ class RunConfig:
     out: Path
     backend: str = "baseline"
     model: str | None = None
-    samples: Path | None = None  # use these instead of building
-    manifest: Path | None = None
-    quickstart: bool = False
+    dataset: str | None = None  # a published folder or a Hub dataset id
+    config: str | None = None  # its samples' config (default exec_repo_bench)
+    revision: str | None = None  # Hub revision (branch, tag or commit)
+    samples: Path | None = None  # builder output: samples.jsonl (repositories.jsonl beside it)
+    manifest: Path | None = None  # build from this manifest first
+    quickstart: bool = False  # build from the packaged quickstart manifest first
+    limit: int | None = None  # judge a deterministic subset of this many samples, stratified by fill type
+    prepare: bool | None = None  # make missing environments from the dataset's records (None: EXECREPOBENCH_PREPARE)
     n: int = 1
     k: tuple[int, ...] = (1,)
     workers: int | None = None
@@ -56,14 +71,26 @@ class RunConfig:
     ray_address: str | None = None  # with executor "ray": "auto", "HOST:PORT", None (RAY_ADDRESS / local instance)
 
 
-def _samples_path(config: RunConfig) -> Path:
+def open_source(config: RunConfig) -> OpenedDataset:
+    """The dataset to evaluate: --dataset (published folder or Hub id), --samples, or built first."""
+    if config.dataset is not None:
+        return open_dataset(config.dataset, config.revision, config.config)
+    if config.config is not None or config.revision is not None:
+        raise ValueError("--config and --revision choose what to read from a published dataset: give --dataset")
     if config.samples is not None:
-        return config.samples
+        return open_dataset(config.samples)
+    if config.manifest is None and not config.quickstart:
+        raise ValueError("nothing to evaluate: give --dataset OWNER/NAME or a published folder, --samples "
+                         "samples.jsonl, or --manifest [PATH] / --quickstart to build samples first")
+    return open_dataset(_build(config))
+
+
+def _build(config: RunConfig) -> Path:
     from execrepobench.builder.build import BuildConfig, build
-    from execrepobench.builder.manifest import default_manifest_path, load_manifest, quickstart_manifest_path
+    from execrepobench.builder.manifest import load_manifest, quickstart_manifest_path
     from execrepobench_metric.executors import ExecutorConfig
 
-    path = config.manifest or (quickstart_manifest_path() if config.quickstart else default_manifest_path())
+    path = config.manifest or quickstart_manifest_path()
     out = config.out / "build"
     summary = build(BuildConfig(manifest=load_manifest(path), out=out, progress=config.progress,
                                 allow_weak_sandbox=config.allow_weak_sandbox,
@@ -79,16 +106,30 @@ def _samples_path(config: RunConfig) -> Path:
     return out / "samples.jsonl"
 
 
-def _needs_prompt(backend: str) -> bool:
-    """The backend class's `needs_prompt`, read without making the backend (unknown names: get_backend says)."""
+def _backend_class(backend: str):
+    """The backend's class, read without making the backend (None for unknown names: get_backend says)."""
     import importlib
 
     from .backends.base import REGISTRY
 
     if backend not in REGISTRY:
-        return False
+        return None
     module, _, cls = REGISTRY[backend].partition(":")
-    return bool(getattr(getattr(importlib.import_module(module), cls), "needs_prompt", True))
+    return getattr(importlib.import_module(module), cls)
+
+
+def _needs_prompt(backend: str) -> bool:
+    return bool(getattr(_backend_class(backend), "needs_prompt", False))
+
+
+def check_engine_options(backend: str, options: dict) -> None:
+    """An engine setting the backend does not take is an error naming the backends that do."""
+    taken = getattr(_backend_class(backend), "engine_options", ())
+    unused = [k for k in ENGINE_OPTIONS if options.get(k) not in (None, False) and k not in taken]
+    if unused and _backend_class(backend) is not None:
+        flags = ", ".join("--" + k.replace("_", "-") for k in unused)
+        raise ValueError(f"{flags}: not a setting of the {backend!r} backend (vllm takes every engine flag; "
+                         "transformers --dtype, --trust-remote-code and --max-model-len; openai --max-model-len)")
 
 
 def _prompting(config: RunConfig, options: dict):
@@ -98,19 +139,24 @@ def _prompting(config: RunConfig, options: dict):
     from .prompts import MAX_GENERATION_TOKENS, build_prompt_for_sample, load_tokenizer, model_max_length
     from .templates import get_template, resolve_template
 
+    from .backends.model_source import resolve_model
+
     if not config.model:
-        raise ValueError(f"backend {config.backend!r} needs --model (a local model folder: its tokenizer builds "
-                         "the prompts)")
+        raise ValueError(f"backend {config.backend!r} needs --model (a local model folder or a Hugging Face Hub "
+                         "model id: its tokenizer builds the prompts)")
     name = resolve_template(config.template, config.model)
     template = get_template(name)
     if config.template in (None, "official"):
         print(f"template: {name} (detected from the model name {config.model!r}; --template NAME to choose)")
-    folder = Path(options.get("tokenizer") or config.model).expanduser()
-    if not (folder / "tokenizer.json").is_file() or not (folder / "config.json").is_file():
-        raise FileNotFoundError(f"model folder {str(folder)!r} has no tokenizer.json/config.json: prompts are "
-                                "fitted with the model's own tokenizer, so --model must be a local model folder "
-                                "(for --backend openai, serve the model under that folder path)")
+    folder = resolve_model(options.get("tokenizer") or config.model, config.backend).path
+    if not (folder / "tokenizer.json").is_file():
+        raise FileNotFoundError(f"model {options.get('tokenizer') or config.model!r} ({folder}) has no tokenizer.json: "
+                                "prompts are fitted with the model's own tokenizer, so --model must be a model folder "
+                                "or Hub id with one (for --backend openai, serve the model under that name)")
+    options.setdefault("tokenizer", str(folder))  # openai: the special tokens sent as stop_token_ids
     tokenizer, model_max = load_tokenizer(folder), model_max_length(folder)
+    if options.get("max_model_len"):  # the engine's context: prompts must fit it, not only the model's
+        model_max = min(model_max or options["max_model_len"], options["max_model_len"])
     max_new = config.max_new_tokens or options.get("max_new_tokens") or MAX_GENERATION_TOKENS
     options["max_new_tokens"] = max_new
     options.setdefault("stop", list(template.stop))
@@ -125,12 +171,12 @@ def _prompting(config: RunConfig, options: dict):
 
 
 def run(config: RunConfig) -> dict:
-    samples_file = _samples_path(config)
-    opened = open_dataset(samples_file)  # the samples and, beside them, the repository records (context files)
-    samples, resolver = list(opened.samples), ContextResolver(opened.repositories)
+    opened = open_source(config)  # the samples and the repository records (context files, environments)
+    samples, resolver = stratified_subset(opened.samples, config.limit), opened.resolver
     if not samples:
-        raise ValueError(f"{samples_file}: no samples to evaluate (see the build report beside it)")
+        raise ValueError(f"{opened.name}: no samples to evaluate (see the build report beside it)")
     options, render, stops, template = dict(config.backend_options), None, (), None
+    check_engine_options(config.backend, options)
     if _needs_prompt(config.backend):
         render, stops, template = _prompting(config, options)
     backend = get_backend(config.backend, config.model, **options)
@@ -148,14 +194,21 @@ def run(config: RunConfig) -> dict:
                          allow_exec=config.allow_exec, allow_weak_sandbox=config.allow_weak_sandbox,
                          journal=config.out / "journal.jsonl", model_name=name, progress=config.progress,
                          keep_artifacts=config.keep_artifacts, artifacts_dir=config.out / "artifacts",
-                         executor=config.executor, ray_address=config.ray_address,
-                         # ray: the repository records beside the samples tell the nodes how to make environments
-                         dataset=samples_file if config.executor == "ray" else None)
+                         executor=config.executor, ray_address=config.ray_address, prepare=config.prepare,
+                         # the repository records: environments are prepared (or named, when missing) from them,
+                         # and a Ray cluster's nodes make theirs from them
+                         dataset=opened.name if opened.commit is None or opened.revision is None else opened.folder)
     except HarnessError as exc:
         print(write_error_results(config.out, exc.result), file=sys.stderr)
         raise
-    metrics = write_results(config.out, result, f"{name} on {len(samples)} ExecRepoBench samples")
-    print(table(metrics))
+    record = {"command": "run", "package_version": __version__,
+              "dataset": dataset_record(opened, samples, config.limit), "backend": config.backend,
+              "model": config.model, **getattr(backend, "model_source", {}), "template": template,
+              "sampling": sampling, "n": config.n, "k": list(config.k),
+              "engine": {k: options[k] for k in ENGINE_OPTIONS if options.get(k) is not None},
+              "test_selection": "judged", "timeout_s": config.timeout_s, "executor": config.executor}
+    metrics = write_results(config.out, result, f"{name} on {len(samples)} ExecRepoBench samples", run=record)
+    print(table(metrics, tuple(config.k)))
     print(f"LaTeX: {metrics['latex']}")
     print(f"wrote {config.out}/ generations.jsonl results.jsonl metrics.json latex.txt chart.png")
     return metrics

@@ -7,10 +7,16 @@
 # Sandbox tests FAIL (not skip) here when bubblewrap is missing: a green run must have judged.
 # The Ray executor's tests run on a local Ray cluster: the `ray` extra is installed, and they FAIL
 # (not skip) here when Ray is missing.
+# The leaderboard page (`execrepobench compare`) is rendered in headless Chromium (Debian's `chromium`,
+# installed here when we may: root with apt); those tests FAIL (not skip) here when it is missing.
 # The fast tier (no sdist downloads, < 2 min): .venv/bin/python -m pytest -m "not pypi and not slow"
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-export EXECREPOBENCH_REQUIRE_SANDBOX=1 EXECREPOBENCH_REQUIRE_RAY=1
+export EXECREPOBENCH_REQUIRE_SANDBOX=1 EXECREPOBENCH_REQUIRE_RAY=1 EXECREPOBENCH_REQUIRE_BROWSER=1
+if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; } >/dev/null 2>&1 \
+    || echo "warning: could not install chromium; the browser tests will fail" >&2
+fi
 EXECREPOBENCH_EXTRAS=test,ray bash scripts/setup-env.sh
 set +e
 .venv/bin/python -m pytest -ra "$@"

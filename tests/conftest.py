@@ -7,6 +7,7 @@ FIXTURES = Path(__file__).parent / "fixtures"
 collect_ignore = ["fixtures"]  # fixture repositories carry their own tests; they are data here
 REQUIRE_SANDBOX_VARS = ("CI", "EXECREPOBENCH_REQUIRE_SANDBOX")
 REQUIRE_RAY_VARS = ("CI", "EXECREPOBENCH_REQUIRE_RAY")
+REQUIRE_BROWSER_VARS = ("CI", "EXECREPOBENCH_REQUIRE_BROWSER")
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -68,12 +69,15 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "slow: end-to-end: builds fixture repositories or runs many sandboxed suites "
                                        "(integration tier; the fast tier is -m 'not pypi and not slow')")
     config.addinivalue_line("markers", "ray: starts a local Ray cluster (fails in CI when Ray is missing)")
+    config.addinivalue_line("markers", "browser: renders a page in headless Chromium (Debian's `chromium`; fails in "
+                                       "CI when it is missing)")
 
 
 def pytest_runtest_setup(item):
     """`sandbox` tests: skipped without bubblewrap on a developer machine, FAILED in CI (CI=1 or
     EXECREPOBENCH_REQUIRE_SANDBOX=1, which scripts/test.sh sets): a green run must have judged.
-    `ray` tests: the same without Ray (the `ray` extra; EXECREPOBENCH_REQUIRE_RAY=1 in scripts/test.sh)."""
+    `ray` tests: the same without Ray (the `ray` extra; EXECREPOBENCH_REQUIRE_RAY=1 in scripts/test.sh).
+    `browser` tests: the same without Debian's chromium (EXECREPOBENCH_REQUIRE_BROWSER=1 in scripts/test.sh)."""
     if item.get_closest_marker("ray") is not None:
         import importlib.util
 
@@ -82,6 +86,14 @@ def pytest_runtest_setup(item):
                 pytest.fail(f"Ray required here ({'/'.join(REQUIRE_RAY_VARS)} set) but not installed: "
                             "pip install -e '.[test,ray]'", pytrace=False)
             pytest.skip("Ray is not installed (pip install -e '.[test,ray]')")
+    if item.get_closest_marker("browser") is not None:
+        import shutil
+
+        if not (shutil.which("chromium") or shutil.which("chromium-browser")):
+            if any(os.environ.get(v, "") not in ("", "0", "false") for v in REQUIRE_BROWSER_VARS):
+                pytest.fail(f"Chromium required here ({'/'.join(REQUIRE_BROWSER_VARS)} set) but not installed: "
+                            "apt-get install chromium", pytrace=False)
+            pytest.skip("Chromium is not installed (apt-get install chromium)")
     if item.get_closest_marker("sandbox") is None:
         return
     from execrepobench_metric.sandbox import strong_available

@@ -2,7 +2,7 @@
 import json
 
 from execrepobench.runner.cli import main
-from execrepobench_dataset.record import read_jsonl
+from execrepobench_dataset.record import Sample, read_jsonl
 
 
 def test_publish_round_trip_via_cli(built_minirepo, tmp_path, offline_hf):
@@ -11,9 +11,9 @@ def test_publish_round_trip_via_cli(built_minirepo, tmp_path, offline_hf):
     folder = tmp_path / "dataset"
     assert main(["publish", "--samples", str(built_minirepo["out"]), "--out", str(folder)]) == 0
     loaded = datasets.load_dataset(str(folder), "exec_repo_bench", split="test", cache_dir=str(tmp_path / "c"))
-    published = sorted((s.to_dict() for s in read_jsonl(built_minirepo["out"] / "samples.jsonl")),
-                       key=lambda d: d["sample_id"])
-    assert [dict(r) for r in loaded] == published
+    published = sorted(read_jsonl(built_minirepo["out"] / "samples.jsonl"), key=lambda s: s.sample_id)
+    assert [Sample.from_dict(r) for r in loaded] == published
+    assert "context_code" not in loaded.column_names  # the builder names the context by path: no empty column
     # publishing again without --overwrite is refused and leaves the folder as it was
     before = sorted(p.read_bytes() for p in folder.rglob("*.parquet"))
     assert main(["publish", "--samples", str(built_minirepo["out"]), "--out", str(folder)]) == 2

@@ -101,7 +101,7 @@ def published(tmp_path):
     from execrepobench_dataset.publish import publish
 
     build, inst = write_build(tmp_path / "OUT"), write_instruct(tmp_path / "INSTRUCT")
-    summary = publish(build, tmp_path / "dataset", instruct_dir=inst, shard_rows=2)
+    summary = publish(build, tmp_path / "dataset", instruct_dir=inst, max_shard_size=1)  # one row per shard
     return tmp_path / "dataset", summary
 
 
@@ -133,10 +133,9 @@ def test_round_trip_load_dataset_gives_back_the_published_records(published, off
     arrow = summary["configs"]["exec_repo_bench"].pop("arrow_bytes")
     assert summary["configs"]["exec_repo_bench"] == {
         "split": "test", "num_examples": 5, "bytes": sum(p.stat().st_size for p in shards.iterdir()),
-        "files": [f"test-0000{i}-of-00003.parquet" for i in range(3)]}
+        "files": [f"test-0000{i}-of-00005.parquet" for i in range(5)]}
     assert 0 < arrow == card_meta(folder)["dataset_info"][0]["dataset_size"]
-    assert summary["configs"]["repo_instruct"]["files"] == ["train-00000-of-00002.parquet",
-                                                            "train-00001-of-00002.parquet"]
+    assert summary["configs"]["repo_instruct"]["files"] == [f"train-0000{i}-of-00003.parquet" for i in range(3)]
     ds = datasets.load_dataset(str(folder), "exec_repo_bench", split="test", cache_dir=str(offline_hf / "c"))
     assert ds.features == features()
     expected = sorted((s.to_dict() for s in SAMPLES), key=lambda d: d["sample_id"])
@@ -164,50 +163,63 @@ def test_load_helpers(published, offline_hf):
 def test_parquet_schema_is_explicit_even_for_empty_lists(tmp_path):
     import pyarrow.parquet as pq
 
-    from execrepobench_dataset.publish import ROW_GROUP_ROWS, publish
+    from execrepobench_dataset.publish import publish
 
-    publish(write_build(tmp_path / "OUT"), tmp_path / "ds", shard_rows=1)
+    publish(write_build(tmp_path / "OUT"), tmp_path / "ds", max_shard_size=1)  # one row per shard
     files = sorted((tmp_path / "ds/data/exec_repo_bench").glob("*.parquet"))
     assert len(files) == 5
     for path in files:
         assert pq.read_schema(path).remove_metadata() == features().arrow_schema.remove_metadata()
         meta = pq.ParquetFile(path).metadata
-        assert meta.num_rows == 1 and meta.num_row_groups == 1 and ROW_GROUP_ROWS == 100
+        assert meta.num_rows == 1 and meta.num_row_groups == 1
     # one shard holds the sample whose lists are all empty
     assert any(pq.read_table(p).column("judged_tests").to_pylist() == [[]] for p in files)
 
 
-def test_row_groups_have_a_fixed_size(tmp_path):
+def test_parquet_is_written_the_way_datasets_pushes_it(tmp_path):
+    """`Dataset.to_parquet` settings (row groups sized by datasets, page index, content-defined chunking, the
+    features in the metadata) and push_to_hub's shard rule (bytes / 500MB + 1: one shard here)."""
+    import datasets
     import pyarrow.parquet as pq
 
+    from execrepobench_dataset.hub_parquet import shard_count
     from execrepobench_dataset.publish import publish
 
     many = [sample("alpha", "alpha/many.py", f"x{i} = ", str(i), "\n", FILL_EXPRESSION) for i in range(205)]
     summary = publish(write_build(tmp_path / "OUT", samples=many), tmp_path / "ds")
     assert summary["configs"]["exec_repo_bench"]["files"] == ["test-00000-of-00001.parquet"]
-    meta = pq.ParquetFile(tmp_path / "ds/data/exec_repo_bench/test-00000-of-00001.parquet").metadata
-    assert [meta.row_group(i).num_rows for i in range(meta.num_row_groups)] == [100, 100, 5]
-    assert b"created_by" not in (meta.metadata or {})  # no writer/time metadata beyond the schema
-    assert set(meta.metadata) == {b"ARROW:schema", b"huggingface"}
+    path = tmp_path / "ds/data/exec_repo_bench/test-00000-of-00001.parquet"
+    meta = pq.ParquetFile(path).metadata
+    assert meta.num_row_groups == 1 and meta.num_rows == 205  # not 100-row groups: datasets aims at 100MB
+    assert set(meta.metadata) == {b"ARROW:schema", b"huggingface", b"content_defined_chunking"}
+    column = meta.row_group(0).column(0)
+    assert column.has_column_index and column.has_offset_index  # the page index the viewer reads
+    reference = tmp_path / "reference.parquet"  # what datasets itself writes for the same rows
+    rows = [{k: v for k, v in s.to_dict().items() if k != "context_code"} for s in sorted(many, key=lambda s: s.sample_id)]
+    feats = features()
+    del feats["context_code"]
+    datasets.Dataset.from_list(rows, features=feats).to_parquet(str(reference))
+    assert reference.read_bytes() == path.read_bytes()
+    assert shard_count(1_200 * 2**20, 10_000) == 3 and shard_count(10, 0) == 1 and shard_count(500, 3, 1) == 3
 
 
 def test_publishing_twice_gives_identical_bytes(tmp_path):
     from execrepobench_dataset.publish import publish
 
     build, inst = write_build(tmp_path / "OUT"), write_instruct(tmp_path / "INSTRUCT")
-    publish(build, tmp_path / "a", instruct_dir=inst, shard_rows=2)
-    publish(build, tmp_path / "b", instruct_dir=inst, shard_rows=2)
+    publish(build, tmp_path / "a", instruct_dir=inst, max_shard_size=1)
+    publish(build, tmp_path / "b", instruct_dir=inst, max_shard_size=1)
 
     def files(root):
         return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
 
     first = files(tmp_path / "a")
-    assert set(first) >= {"README.md", "data/exec_repo_bench/test-00000-of-00003.parquet",
-                          "data/repo_instruct/train-00001-of-00002.parquet",
-                          "data/repositories/train-00000-of-00001.parquet"}
+    assert set(first) >= {"README.md", "LICENSES.md", "data/exec_repo_bench/test-00000-of-00005.parquet",
+                          "data/repo_instruct/train-00001-of-00003.parquet",
+                          "data/repositories/train-00000-of-00002.parquet"}
     assert "environments.json" not in first  # the repositories config replaces it (locks, no paths)
     assert files(tmp_path / "b") == first
-    publish(build, tmp_path / "a", instruct_dir=inst, shard_rows=2, overwrite=True)
+    publish(build, tmp_path / "a", instruct_dir=inst, max_shard_size=1, overwrite=True)
     assert files(tmp_path / "a") == first
     assert sorted(p.name for p in tmp_path.iterdir()) == ["INSTRUCT", "OUT", "a", "b"]  # no leftovers
 
@@ -217,7 +229,8 @@ def test_card_yaml(published):
 
     folder, _ = published
     meta = card_meta(folder)
-    assert meta["license"] == "apache-2.0" and meta["task_categories"] == ["text-generation"]
+    assert (meta["license"], meta["license_name"], meta["license_link"]) == ("other", "per-repository", "LICENSES.md")
+    assert meta["language"] == ["code", "en"] and meta["task_categories"] == ["text-generation"]
     assert meta["tags"] == ["code", "code-completion", "fill-in-the-middle", "execution", "python"]
     assert meta["pretty_name"] == "ExecRepoBench"
     assert meta["configs"] == [
@@ -438,11 +451,10 @@ def test_push_to_hub_calls(published, monkeypatch):
     monkeypatch.setattr(huggingface_hub, "get_token", lambda: "hf_from_login")
     api = RecordingApi()
     assert push_to_hub(folder, "me/execrepobench", private=True, revision="v1", api=api) == "commit:upload_folder"
-    files = ["README.md", *(p.relative_to(folder).as_posix() for p in (folder / "charts").iterdir()),
-             "data/exec_repo_bench/test-00000-of-00003.parquet",
-             "data/exec_repo_bench/test-00001-of-00003.parquet", "data/exec_repo_bench/test-00002-of-00003.parquet",
-             "data/repo_instruct/train-00000-of-00002.parquet", "data/repo_instruct/train-00001-of-00002.parquet",
-             "data/repositories/train-00000-of-00001.parquet"]
+    files = ["README.md", "LICENSES.md", *(p.relative_to(folder).as_posix() for p in (folder / "charts").iterdir()),
+             *(f"data/exec_repo_bench/test-0000{i}-of-00005.parquet" for i in range(5)),
+             *(f"data/repo_instruct/train-0000{i}-of-00003.parquet" for i in range(3)),
+             *(f"data/repositories/train-0000{i}-of-00002.parquet" for i in range(2))]
     assert api.calls == [
         ("create_repo", ("me/execrepobench",), {"repo_type": "dataset", "private": True, "exist_ok": True,
                                                 "token": "hf_from_login"}),
@@ -474,3 +486,72 @@ def test_push_without_token_raises_before_any_call(published, monkeypatch):
     with pytest.raises(PublishError, match="owner/name"):
         push_to_hub(published[0], "me/exec repo", token="t", api=api)
     assert api.calls == []
+
+
+def test_reference_samples_are_published_without_an_empty_context_column(tmp_path, offline_hf):
+    """Samples that name their context by path: no `context_code` column (it would always be empty); every
+    way back gives the records again, and `materialise_context=True` fills the code in from `repositories`."""
+    import dataclasses
+
+    import datasets
+    import pyarrow.parquet as pq
+
+    from execrepobench_dataset import load_samples
+    from execrepobench_dataset.load import open_dataset
+    from execrepobench_dataset.publish import publish
+    from execrepobench_metric.inputs import check_record
+
+    files = (ContextFile("alpha/__init__.py", "from .core import add\n"), ContextFile("alpha/util.py", "U = 1\n"))
+    records = [dataclasses.replace(RECORDS[0], files=files), RECORDS[1]]
+    by_ref = [dataclasses.replace(s, context_code=(), context_paths=("alpha/util.py", "alpha/__init__.py")[:len(
+        s.context_code)], context_scores=(2.0, 1.0)[:len(s.context_code)]) if s.repo_name == "alpha"
+              else dataclasses.replace(s, context_code=()) for s in SAMPLES]
+    build = write_build(tmp_path / "OUT", samples=by_ref)
+    write_repo_records(records, build / "repositories.jsonl")
+    summary = publish(build, tmp_path / "ds")
+    shard = tmp_path / "ds/data/exec_repo_bench/test-00000-of-00001.parquet"
+    assert "context_code" not in pq.read_schema(shard).names and "context_paths" in pq.read_schema(shard).names
+    meta = card_meta(tmp_path / "ds")
+    info = next(i for i in meta["dataset_info"] if i["config_name"] == "exec_repo_bench")
+    assert "context_code" not in {f["name"] for f in info["features"]}
+    rows = list(datasets.load_dataset(str(tmp_path / "ds"), "exec_repo_bench", split="test",
+                                      cache_dir=str(offline_hf / "c")))
+    assert all("context_code" not in r for r in rows)
+    expected = sorted(by_ref, key=lambda s: s.sample_id)
+    assert [Sample.from_dict(r) for r in rows] == expected
+    assert load_samples(str(tmp_path / "ds"), cache_dir=str(offline_hf / "c")) == expected
+    assert open_dataset(tmp_path / "ds").fingerprint == summary["fingerprint"]
+    materialised = load_samples(str(tmp_path / "ds"), materialise_context=True, cache_dir=str(offline_hf / "c"))
+    first = next(s for s in materialised if s.sample_id == SAMPLES[0].sample_id)
+    assert [c.path for c in first.context_code] == ["alpha/util.py", "alpha/__init__.py"]
+    assert first.context_code[0].code == "U = 1\n"
+    # the metric's input check takes the rows as they come from load_dataset (these rows' test commands are
+    # not the builder's: that is all it finds)
+    assert {field for r in rows for field, _ in check_record(r, "suite")} == {"test_command"}
+    assert {field for r in rows for field, _ in check_record({**r, "context_code": 3}, "suite")} == {
+        "test_command", "context_code"}
+    text = (tmp_path / "ds" / "README.md").read_text()
+    assert "no `context_code` column" in text and "materialise_context=True" in text
+
+
+def test_card_links_licenses_and_evaluate_example(tmp_path):
+    from execrepobench_dataset.publish import PublishError, publish
+
+    build = write_build(tmp_path / "OUT")
+    publish(build, tmp_path / "ds", repo_id="me/execrepobench", metric_space="me/erb_metric",
+            code_url="https://example.org/execrepobench")
+    text = (tmp_path / "ds" / "README.md").read_text()
+    for needle in ("https://huggingface.co/spaces/me/erb_metric", "https://huggingface.co/datasets/me/execrepobench",
+                   "https://example.org/execrepobench", 'evaluate.load("me/erb_metric")',
+                   'load_dataset("me/execrepobench", "exec_repo_bench", split="test")', "HF_ALLOW_CODE_EVAL=1",
+                   "execrepobench run --dataset me/execrepobench", "Declared license: `other`"):
+        assert needle in text, needle
+    assert table_rows(text, "| license | repositories |") == {
+        "MIT": ["alpha"], "unknown (not stated in the package metadata)": ["beta"]}
+    licenses = (tmp_path / "ds" / "LICENSES.md").read_text()
+    assert table_rows(licenses, "| repository | pinned source | license |") == {
+        "alpha": [f"`{PINNED['alpha']}`", "MIT"], "beta": [f"`{PINNED['beta']}`", "unknown"]}
+    publish(build, tmp_path / "ds2", license="apache-2.0")  # one declared license, when the code allows it
+    assert card_meta(tmp_path / "ds2")["license"] == "apache-2.0" and "license_name" not in card_meta(tmp_path / "ds2")
+    with pytest.raises(PublishError, match="metric_space 'erb' is not of the form owner/name"):
+        publish(build, tmp_path / "ds3", metric_space="erb")

@@ -139,12 +139,33 @@ def test_published_module_computes_what_the_in_repo_module_computes(built_minire
     outs = []
     for where in (METRIC_DIR, folder):
         metric = evaluate.load(str(where))
-        outs.append(metric.compute(predictions=preds, references=refs, k=[1, 2], allow_exec=True, use_cache=False,
-                                   num_workers=2))
+        scores, report = metric.compute(predictions=preds, references=refs, k=[1, 2], allow_exec=True,
+                                        use_cache=False, num_workers=2, return_details=True)
+        outs.append({**scores, "details": report["details"]})
     for out in outs:
         for d in out["details"]:
             d.pop("duration_s")
     assert outs[0] == outs[1]
-    assert outs[0]["pass@1"] == 50.0 and outs[0]["pass@2"] == 100.0
+    assert outs[0]["pass@1"] == 0.5 and outs[0]["pass@2"] == 1.0
     assert outs[0]["verdicts/passed"] == 2 and outs[0]["verdicts/failed"] == 2
     assert [d["completion_index"] for d in outs[0]["details"] if d["passed"]] == [0, 1]
+
+
+def test_space_card_names_the_dataset_and_the_code(tmp_path):
+    from execrepobench.runner.cli import main
+
+    assert main(["publish-metric", "--out", str(tmp_path), "--dataset", "me/execrepobench-data", "--code-url",
+                 "https://example.org/erb"]) == 0
+    text = (tmp_path / "execrepobench" / "README.md").read_text()
+    meta = front_matter(text)
+    assert meta["datasets"] == ["me/execrepobench-data"] and meta["sdk"] == "gradio"
+    assert "https://huggingface.co/datasets/me/execrepobench-data" in text and "https://example.org/erb" in text
+    assert 'load_dataset("me/execrepobench-data", "exec_repo_bench"' in text and "USER/execrepobench-dataset" not in text
+    assert "pip install execrepobench`)\n" not in text  # the code link replaced the package's name
+    named = write_metric_folder(tmp_path / "named", repo_id="me/execrepobench", dataset_id="me/execrepobench-data")
+    assert 'evaluate.load("me/execrepobench")' in (named / "README.md").read_text()
+    plain = (tmp_path / "plain")
+    write_metric_folder(plain)
+    assert "datasets" not in front_matter((plain / "execrepobench" / "README.md").read_text())
+    with pytest.raises(MetricPublishError, match="not of the form owner/name"):
+        write_metric_folder(tmp_path / "bad", dataset_id="no-owner")

@@ -103,7 +103,7 @@ def test_wheel_in_a_fresh_venv_builds_and_judges(wheel, tmp_path):
          env=env, cwd=work)
     samples = tmp_path / "out" / "samples.jsonl"
     assert samples.read_text().strip()
-    for fill, expected in (("ground_truth", 100.0), ("null", 0.0)):
+    for fill, expected in (("ground_truth", 1.0), ("null", 0.0)):
         _run([cli, "evaluate", "--samples", samples, "--reference-fill", fill, "--out", tmp_path / fill,
               "--allow-exec", "--no-progress"], env=env, cwd=work)
         metrics = json.loads((tmp_path / fill / "metrics.json").read_text())
@@ -111,7 +111,7 @@ def test_wheel_in_a_fresh_venv_builds_and_judges(wheel, tmp_path):
 
     _run([cli, "run", "--samples", samples, "--backend", "oracle", "--out", tmp_path / "run", "--allow-exec",
           "--no-progress"], env=env, cwd=work)  # `run` imports the backends package the old wheel lacked
-    assert json.loads((tmp_path / "run" / "metrics.json").read_text())["pass@1"] == 100.0
+    assert json.loads((tmp_path / "run" / "metrics.json").read_text())["pass@1"] == 1.0
 
     # the Hub module, written by the installed CLI and loaded by evaluate in the fresh venv
     _run([cli, "publish-metric", "--out", tmp_path / "hub"], env=env, cwd=work)
@@ -124,4 +124,4 @@ def test_wheel_in_a_fresh_venv_builds_and_judges(wheel, tmp_path):
         " use_cache=False)\n"
         "print(json.dumps({'pass@1': o['pass@1'], 'n': len(s), 'module': type(m).__module__}))"),
         samples, tmp_path / "hub" / "execrepobench"], env=env, cwd=work))
-    assert out["pass@1"] == 100.0 and out["n"] >= 1 and out["module"].endswith("execrepobench")
+    assert out["pass@1"] == 1.0 and out["n"] >= 1 and out["module"].endswith("execrepobench")

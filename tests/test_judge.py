@@ -148,7 +148,11 @@ def test_engine_mixed_run_keeps_other_verdicts_and_resumes(clamp, tmp_path):
 
 def test_opt_in_required_and_inputs_checked(clamp, monkeypatch):
     monkeypatch.delenv("EXECREPOBENCH_ALLOW_EXEC", raising=False)
-    with pytest.raises(ExecutionNotAllowed, match="EXECREPOBENCH_ALLOW_EXEC"):
+    monkeypatch.delenv("HF_ALLOW_CODE_EVAL", raising=False)
+    with pytest.raises(ExecutionNotAllowed, match="EXECREPOBENCH_ALLOW_EXEC=1 \\(or HF_ALLOW_CODE_EVAL=1"):
+        judge_all([clamp], [["x"]], EngineConfig(progress=False))
+    monkeypatch.setenv("HF_ALLOW_CODE_EVAL", "0")  # only "1" opts in, as for code_eval
+    with pytest.raises(ExecutionNotAllowed):
         judge_all([clamp], [["x"]], EngineConfig(progress=False))
     with pytest.raises(ValueError, match="lengths must match"):
         judge_all([clamp], [["x"], ["y"]], EngineConfig(allow_exec=True, progress=False))

@@ -33,15 +33,63 @@ def test_evaluate_load_offline(two_samples, monkeypatch):
 
     metric = evaluate.load(str(METRIC_DIR))
     preds = [[two_samples[0].middle_code, "return low"], [two_samples[1].middle_code, "return slug"]]
-    out = metric.compute(predictions=preds, references=[s.to_dict() for s in two_samples], k=[1, 2],
-                         allow_exec=True, num_workers=2)
-    assert out["pass@1"] == 50.0 and out["pass@2"] == 100.0
-    assert out["pass@1/grammar-based: statement"] == 50.0 and out["pass@1/Random Single-line Completion"] == 50.0
-    assert out["verdicts/passed"] == 2 and out["verdicts/failed"] == 2 and out["sandbox"] == "bwrap"
-    assert out["es"] < 100.0 and out["pass@1/repo/minirepo"] == 50.0
-    wrong = [d for d in out["details"] if not d["passed"]]
+    out, report = metric.compute(predictions=preds, references=[s.to_dict() for s in two_samples], k=[1, 2],
+                                 allow_exec=True, num_workers=2, return_details=True)
+    assert out["pass@1"] == 0.5 and out["pass@2"] == 1.0
+    assert out["pass@1/grammar-based: statement"] == 0.5 and out["pass@1/Random Single-line Completion"] == 0.5
+    assert out["verdicts/passed"] == 2 and out["verdicts/failed"] == 2 and report["sandbox"] == "bwrap"
+    assert out["es"] < 1.0 and out["pass@1/repo/minirepo"] == 0.5
+    assert all(isinstance(v, (int, float)) for v in out.values()), out  # scores only, apart from the report
+    wrong = [d for d in report["details"] if not d["passed"]]
     assert {d["completion_index"] for d in wrong} == {1} and all(d["failing_tests"] for d in wrong)
-    assert out["latex"].startswith("model & ") and out["latex"].endswith("\\\\")
+    assert report["latex"].endswith(f"& {100 * out['es']:.1f} & 50.0 \\\\")  # percent, as the paper prints it
+
+
+CODE_EVAL_SHAPED = '''"""A metric shaped like evaluate's code_eval (its features and its compute arguments, nothing else)."""
+import json
+
+import datasets
+import evaluate
+
+
+class FirstMatch(evaluate.Metric):
+    def _info(self):
+        return evaluate.MetricInfo(description="first completion equals the masked code", citation="",
+                                   inputs_description="", features=datasets.Features({
+                                       "predictions": datasets.Sequence(datasets.Value("string")),
+                                       "references": datasets.Value("string")}))
+
+    def _compute(self, predictions, references, k=[1, 10, 100], num_workers=4, timeout=3.0):
+        hits = [p[0] == json.loads(r)["middle_code"] for p, r in zip(predictions, references)]
+        return {"first_match": sum(hits) / len(hits)}
+'''
+
+
+@needs_bwrap
+def test_code_eval_habits_hf_allow_code_eval_and_combine(two_samples, tmp_path, monkeypatch, offline_hf):
+    """Only HF_ALLOW_CODE_EVAL=1 set (no allow_exec): evaluate.load(folder).compute gives 0..1 scores, and the
+    module works inside evaluate.combine next to a code_eval-shaped metric with code_eval's arguments."""
+    import json
+
+    import evaluate
+
+    monkeypatch.delenv("EXECREPOBENCH_ALLOW_EXEC", raising=False)
+    monkeypatch.setenv("HF_ALLOW_CODE_EVAL", "1")
+    refs = [json.dumps(s.to_dict()) for s in two_samples]  # the records' JSON text: every metric takes it
+    preds = [[two_samples[0].middle_code], ["return slug"]]
+    metric = evaluate.load(str(METRIC_DIR))
+    scores = metric.compute(predictions=preds, references=refs, k=[1])
+    assert scores["pass@1"] == 0.5 and 0 < scores["es"] < 1 and "details" not in scores
+    (tmp_path / "first_match").mkdir()
+    (tmp_path / "first_match" / "first_match.py").write_text(CODE_EVAL_SHAPED)
+    combined = evaluate.combine([metric, evaluate.load(str(tmp_path / "first_match"))])
+    out = combined.compute(predictions=preds, references=refs, k=[1], num_workers=2, timeout=120.0)
+    assert out["first_match"] == 0.5 and out["pass@1"] == 0.5 and out["verdicts/failed"] == 1
+    monkeypatch.setenv("HF_ALLOW_CODE_EVAL", "0")
+    from execrepobench_metric.engine import ExecutionNotAllowed
+
+    with pytest.raises(ExecutionNotAllowed, match="HF_ALLOW_CODE_EVAL=1"):
+        metric.compute(predictions=preds, references=refs)
 
 
 @needs_bwrap
@@ -50,7 +98,7 @@ def test_compute_by_sample_id_and_bad_input(two_samples, tmp_path):
     ids = [s.sample_id for s in two_samples]
     out = api.compute([s.middle_code for s in two_samples], ids, dataset=tmp_path, allow_exec=True,
                       progress=False)
-    assert out["pass@1"] == 100.0
+    assert out["pass@1"] == 1.0
     with pytest.raises(api.InputError, match="reference 1 \\(sample nope\\), field sample_id: unknown sample id"):
         api.compute(["a", "b"], [ids[0], "nope"], dataset=tmp_path, allow_exec=True)
     with pytest.raises(ValueError, match="reference 0 .*no dataset"):
@@ -102,7 +150,7 @@ def test_real_pypi_repo_judges_the_completed_file(tmp_path, cache_dir):
     samples = list(read_jsonl(tmp_path / "out" / "samples.jsonl"))
     out = api.compute([s.middle_code for s in samples], samples, allow_exec=True, progress=False,
                       use_cache=False)
-    assert out["pass@1"] == 100.0, [d for d in out["details"] if not d["passed"]]
+    assert out["pass@1"] == 1.0, [d for d in out["details"] if not d["passed"]]
     # Mask the first import of the package's __init__: a broken fill breaks every test's import.
     init = next(s for s in samples)  # any sample gives the env and test command
     root = find_environment(init.env_key).root

@@ -376,7 +376,7 @@ def test_run_command_end_to_end(backend, built_minirepo, model_dir, tmp_path, ca
         assert len(line["finish_reason"]) == 2 and all(0 < c <= 16 for c in line["completion_tokens"])
         assert all(not any(s in c for s in STOPS) for c in line["completion"])
     metrics = json.loads((tmp_path / "res" / "metrics.json").read_text())
-    assert metrics["pass@1"] <= 100.0 and (tmp_path / "res" / "results.jsonl").is_file()
+    assert metrics["pass@1"] <= 1.0 and (tmp_path / "res" / "results.jsonl").is_file()
 
     # A generation budget that leaves the prompt 40 tokens (2048 - 2008): the file is cut, and says so.
     assert main(base + ["--out", str(tmp_path / "cut"), "--max-new-tokens", "2008",

@@ -80,7 +80,7 @@ def test_prepare_makes_the_published_environment_in_another_cache(built, tmp_pat
     assert "ready (already prepared)" in capsys.readouterr().out
     gold = api.compute([s.middle_code for s in samples], samples, allow_exec=True, progress=False, use_cache=False)
     null = api.compute([null_fill(s) for s in samples], samples, allow_exec=True, progress=False, use_cache=False)
-    assert gold["pass@1"] == 100.0 and null["pass@1"] == 0.0 and gold["verdicts/error"] == 0
+    assert gold["pass@1"] == 1.0 and null["pass@1"] == 0.0 and gold["verdicts/error"] == 0
     assert main(["prepare", "--dataset", str(out), "--repo", "nosuch"]) == 2
     assert "nosuch" in capsys.readouterr().err
 
@@ -95,7 +95,7 @@ def test_compute_prepares_when_asked(built, tmp_path, monkeypatch):
     monkeypatch.setenv("EXECREPOBENCH_PREPARE", "1")
     result = api.compute([s.middle_code for s in samples], [s.sample_id for s in samples], dataset=str(out),
                          allow_exec=True, progress=False)
-    assert result["pass@1"] == 100.0 and find_environment(samples[0].env_key) is not None
+    assert result["pass@1"] == 1.0 and find_environment(samples[0].env_key) is not None
 
 
 def test_tampered_record_and_failing_gold_check(built, tmp_path, monkeypatch, capsys):

@@ -118,7 +118,7 @@ def test_build_publish_wheel_prepare_judge_on_another_cache(tmp_path, monkeypatc
     times["load_dataset + judge gold and null (B)"] = time.monotonic() - t0
     assert Path(out["module"]).is_relative_to(venv)  # the installed metric, not the checkout's
     assert out["n"] == len(samples) and out["errors"] == 0
-    assert out["gold"] == 100.0 and out["null"] == 0.0
+    assert out["gold"] == 1.0 and out["null"] == 0.0
     assert out["keys"] == published_keys  # the same environment identity on the other machine
     assert all(e and Path(e).is_relative_to(cache_b) for e in out["envs"])
     print("\nround trip timings (s): " + ", ".join(f"{k} {v:.0f}" for k, v in times.items()))

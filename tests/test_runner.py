@@ -70,7 +70,7 @@ def test_run_command_end_to_end(built_minirepo, tmp_path):
                str(tmp_path / "res"), "--allow-exec", "--no-progress"])
     assert rc == 0
     metrics = json.loads((tmp_path / "res" / "metrics.json").read_text())
-    assert metrics["pass@1"] == 100.0
+    assert metrics["pass@1"] == 1.0
     assert (tmp_path / "res" / "chart.png").read_bytes()[:4] == b"\x89PNG"
     assert len((tmp_path / "res" / "results.jsonl").read_text().splitlines()) == 1
     assert main(["run", "--samples", str(tmp_path / "samples.jsonl"), "--backend", "nope",

@@ -89,22 +89,22 @@ def test_strip_code_tolerates_fragments():
     assert strip_code("# only a comment\n\n") == ""
 
 
-def test_edit_similarity_identical_is_100():
-    assert edit_similarity("return a + b\n", "return a + b\n") == 100.0
+def test_edit_similarity_identical_is_1():
+    assert edit_similarity("return a + b\n", "return a + b\n") == 1.0
 
 
 def test_edit_similarity_ignores_comment_and_docstring_differences():
     ref = "x = compute(a, b)\nreturn x"
     comp = '"""Docstring."""\n# compute it\nx = compute(a, b)  # inline\n\nreturn x\n'
-    assert edit_similarity(comp, ref) == 100.0
-    assert edit_similarity("# nothing", "") == 100.0
+    assert edit_similarity(comp, ref) == 1.0
+    assert edit_similarity("# nothing", "") == 1.0
 
 
 def test_edit_similarity_different_code_is_low():
-    assert edit_similarity("raise KeyError(key)", "return [v * 2 for v in data]") < 30
+    assert edit_similarity("raise KeyError(key)", "return [v * 2 for v in data]") < 0.3
     assert edit_similarity("zzzz", "a + b") == 0.0
     assert edit_similarity("", "return x") == 0.0
-    assert 0 < edit_similarity("return a + b", "return a - b") < 100
+    assert 0 < edit_similarity("return a + b", "return a - b") < 1
 
 
 # ---------------------------------------------------------------- summarize / latex
@@ -143,15 +143,15 @@ def test_summarize_exact_numbers():
     s = summarize(SAMPLES, VERDICTS, COMPLETIONS, ks=(1, 2, 3))
     expected = {
         "n_samples": 4, "n_completions": 8,
-        "pass@1": 50.0, "pass@2": 75.0, "es": 75.0,
-        f"pass@1/{FILL_SPAN}": 50.0, f"es/{FILL_SPAN}": 50.0, f"pass@2/{FILL_SPAN}": 100.0,
-        f"pass@1/{FILL_BLOCK}": 50.0, f"es/{FILL_BLOCK}": 75.0, f"pass@2/{FILL_BLOCK}": 50.0,
-        f"pass@1/{FILL_EXPRESSION}": 50.0, f"es/{FILL_EXPRESSION}": 100.0, f"pass@2/{FILL_EXPRESSION}": 100.0,
-        "pass@1/level/random": 50.0, "es/level/random": 50.0,
-        "pass@1/level/block": 50.0, "es/level/block": 75.0,
-        "pass@1/level/expression": 50.0, "es/level/expression": 100.0,
-        "pass@1/repo/toolz": 75.0, "es/repo/toolz": 75.0,
-        "pass@1/repo/attrs": 25.0, "es/repo/attrs": 75.0,
+        "pass@1": 0.5, "pass@2": 0.75, "es": 0.75,
+        f"pass@1/{FILL_SPAN}": 0.5, f"es/{FILL_SPAN}": 0.5, f"pass@2/{FILL_SPAN}": 1.0,
+        f"pass@1/{FILL_BLOCK}": 0.5, f"es/{FILL_BLOCK}": 0.75, f"pass@2/{FILL_BLOCK}": 0.5,
+        f"pass@1/{FILL_EXPRESSION}": 0.5, f"es/{FILL_EXPRESSION}": 1.0, f"pass@2/{FILL_EXPRESSION}": 1.0,
+        "pass@1/level/random": 0.5, "es/level/random": 0.5,
+        "pass@1/level/block": 0.5, "es/level/block": 0.75,
+        "pass@1/level/expression": 0.5, "es/level/expression": 1.0,
+        "pass@1/repo/toolz": 0.75, "es/repo/toolz": 0.75,
+        "pass@1/repo/attrs": 0.25, "es/repo/attrs": 0.75,
         f"n_samples/{FILL_BLOCK}": 2, "n_samples/repo/attrs": 2, "n_samples/level/random": 1,
     }
     for key, value in expected.items():
@@ -167,8 +167,8 @@ def test_summarize_exact_numbers():
 def test_summarize_reports_pass_at_1_even_if_not_requested_and_min_n_limits_k():
     samples = SAMPLES[:2]
     s = summarize(samples, [[True, False, False], [True, True]], [["a", "b", "c"], ["d", "e"]], ks=(2, 3))
-    assert s["pass@1"] == pytest.approx((100 / 3 + 100) / 2)
-    assert s["pass@2"] == pytest.approx((100 * (1 - 1 / 3) + 100) / 2)
+    assert s["pass@1"] == pytest.approx((1 / 3 + 1) / 2)
+    assert s["pass@2"] == pytest.approx(((1 - 1 / 3) + 1) / 2)
     assert "pass@3" not in s
 
 
@@ -187,10 +187,10 @@ def test_summarize_empty():
 
 def test_latex_row_column_order_and_labels():
     # Distinct values per column so any misordering or ES/Pass@1 swap is caught.
-    summary = {"es": 70.04, "pass@1": 7.0}
+    summary = {"es": 0.7004, "pass@1": 0.07}  # fractions; the row prints percent
     for i, fill in enumerate(FILL_TYPES):
-        summary[f"es/{fill}"] = 10.0 * (i + 1) + 0.5
-        summary[f"pass@1/{fill}"] = float(i + 1)
+        summary[f"es/{fill}"] = 0.1 * (i + 1) + 0.005
+        summary[f"pass@1/{fill}"] = 0.01 * (i + 1)
     row = latex_row(summary, "Model-7B")
     assert row == ("Model-7B & 10.5 & 1.0 & 20.5 & 2.0 & 30.5 & 3.0 & 40.5 & 4.0 & 50.5 & 5.0 & 60.5 & 6.0"
                    r" & 70.0 & 7.0 \\")

@@ -27,6 +27,7 @@ class Backend(ABC):
 
     name = "backend"
     needs_prompt = True
+    engine_options: tuple[str, ...] = ()  # the engine settings (run's flags) this backend takes
 
     def __init__(self, model: str | None = None, **options: Any) -> None:
         self.model = model

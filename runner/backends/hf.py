@@ -6,9 +6,11 @@ Generation stops at the model's EOS or at the first of the template's stop strin
 returns it (generate.py cuts at the stops again, harmlessly).  Requests are generated one at a time (n
 draws batched): plain and exact; use the `vllm` backend for throughput.
 
-Options (keyword arguments / RunConfig.backend_options): temperature (0.0), top_p (1.0), seed (0),
-max_new_tokens (512), stop (()), device ("auto": cuda when available, else cpu), dtype ("auto": the
-checkpoint's; or float32, bfloat16, float16).
+`model`: a local model folder or a Hugging Face Hub model id (its snapshot in the Hugging Face cache:
+`model_source.resolve_model`).  Options (keyword arguments / RunConfig.backend_options): temperature (0.0),
+top_p (1.0), seed (0), max_new_tokens (512), stop (()), device ("auto": cuda when available, else cpu), dtype
+("auto": the checkpoint's; or float32, bfloat16, float16), trust_remote_code (False: the model's own Python
+code is not run).
 
 The heavy dependencies (torch, transformers) are imported when the backend is made; they live in the model
 environment made by scripts/setup-model-env.sh.  The helpers here (`local_model_dir`, `require`,
@@ -43,17 +45,11 @@ def require(backend: str, *modules: str) -> None:
 
 
 def local_model_dir(model: Optional[str], backend: str) -> Path:
-    """The model folder, checked: it must exist and hold a config.json (nothing is downloaded)."""
-    if not model:
-        raise ValueError(f"the {backend!r} backend needs --model: a local model folder (config.json, weights, "
-                         "tokenizer)")
-    path = Path(model).expanduser()
-    if not path.is_dir():
-        raise FileNotFoundError(f"model folder {model!r} does not exist (the {backend!r} backend loads local "
-                                "folders only; download the model first, e.g. `hf download ORG/NAME --local-dir DIR`)")
-    if not (path / "config.json").is_file():
-        raise FileNotFoundError(f"model folder {model!r} has no config.json: not a Hugging Face model folder")
-    return path
+    """The model folder, checked: a local folder with a config.json, or a Hub model id's snapshot in the
+    Hugging Face cache (`model_source.resolve_model`)."""
+    from .model_source import resolve_model
+
+    return resolve_model(model, backend).path
 
 
 @dataclass(frozen=True)
@@ -96,9 +92,14 @@ class TransformersBackend(Backend):
     name = "transformers"
     needs_prompt = True
 
+    engine_options = ("dtype", "trust_remote_code", "max_model_len")  # max_model_len: what prompts are fitted to
+
     def __init__(self, model: str | None = None, **options: Any) -> None:
+        from .model_source import resolve_model
+
         super().__init__(model, **options)
-        self.path = local_model_dir(model, self.name)
+        resolved = resolve_model(model, self.name)
+        self.path, self.model_source = resolved.path, resolved.record()
         require(self.name, "torch", "transformers")
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer, GenerationConfig
@@ -107,9 +108,11 @@ class TransformersBackend(Backend):
         device = options.get("device") or "auto"
         self.device = ("cuda" if torch.cuda.is_available() else "cpu") if device == "auto" else device
         dtype = options.get("dtype") or "auto"
-        self.tokenizer = AutoTokenizer.from_pretrained(str(self.path), local_files_only=True)
+        remote = bool(options.get("trust_remote_code"))
+        self.tokenizer = AutoTokenizer.from_pretrained(str(self.path), local_files_only=True, trust_remote_code=remote)
         self.lm = AutoModelForCausalLM.from_pretrained(
-            str(self.path), local_files_only=True, dtype=dtype if dtype == "auto" else getattr(torch, dtype))
+            str(self.path), local_files_only=True, dtype=dtype if dtype == "auto" else getattr(torch, dtype),
+            trust_remote_code=remote)
         self.lm.to(self.device).eval()
         eos = self.lm.generation_config.eos_token_id
         if eos is None:

@@ -59,6 +59,7 @@ def _special_tokens(folder) -> dict[str, int]:
 class OpenAIBackend(Backend):
     name = "openai"
     needs_prompt = True
+    engine_options = ("max_model_len",)  # what prompts are fitted to (the server has its own)
 
     def __init__(self, model: str | None = None, **options: Any) -> None:
         super().__init__(model, **options)

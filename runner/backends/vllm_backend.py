@@ -1,4 +1,5 @@
-"""`vllm`: offline vLLM (`vllm.LLM`) on a local model folder; all requests of a batch go to the engine at once.
+"""`vllm`: offline vLLM (`vllm.LLM`) on a local model folder or a Hugging Face Hub model id (its snapshot in the
+Hugging Face cache: `model_source.resolve_model`); all requests of a batch go to the engine at once.
 
 Greedy by default (temperature 0; n identical draws are generated once); `temperature` > 0 samples with
 `top_p` and a per-sample seed (`SamplingParams.seed`), n draws per sample.  Stops: the template's stop strings
@@ -8,7 +9,9 @@ tokens of a template stop generation; `raw` excludes the stop string and the EOS
 Options: temperature, top_p, seed, max_new_tokens, stop (as the transformers backend), tensor_parallel_size (1),
 enforce_eager (default: on for the CPU, off on GPUs), kv_cache_memory_bytes (default 256 MiB on the CPU; only
 passed where the installed vLLM has the argument), dtype ("auto"), max_model_len, gpu_memory_utilization,
-engine_seed (0), and engine_args (a dict of further `vllm.LLM` keyword arguments).  The model's
+trust_remote_code (False), engine_seed (0), and engine_args (a dict of further `vllm.LLM` keyword arguments).
+`execrepobench run` has flags for tensor_parallel_size, dtype, max_model_len, gpu_memory_utilization and
+trust_remote_code.  The model's
 generation_config.json is not applied (`generation_config="vllm"`): the options are the whole sampling setup.
 On the CPU, VLLM_ENABLE_V1_MULTIPROCESSING defaults to 0 (the engine in-process starts in seconds).
 """
@@ -19,7 +22,8 @@ import os
 from typing import Any, Sequence
 
 from .base import Backend, Generation, Request
-from .hf import SamplingOptions, local_model_dir, require, sample_seed
+from .hf import SamplingOptions, require, sample_seed
+from .model_source import resolve_model
 
 CPU_KV_CACHE_BYTES = 256 * 1024 * 1024
 
@@ -36,10 +40,12 @@ def _cuda_available() -> bool:
 class VLLMBackend(Backend):
     name = "vllm"
     needs_prompt = True
+    engine_options = ("max_model_len", "gpu_memory_utilization", "dtype", "tensor_parallel_size", "trust_remote_code")
 
     def __init__(self, model: str | None = None, **options: Any) -> None:
         super().__init__(model, **options)
-        self.path = local_model_dir(model, self.name)
+        resolved = resolve_model(model, self.name)
+        self.path, self.model_source = resolved.path, resolved.record()
         self.sampling = SamplingOptions.from_options(options)
         on_cpu = not _cuda_available()
         if on_cpu:
@@ -54,6 +60,7 @@ class VLLMBackend(Backend):
             "enable_prefix_caching": True, "seed": int(options.get("engine_seed") or 0),
             "enforce_eager": bool(on_cpu if options.get("enforce_eager") is None else options["enforce_eager"]),
             "dtype": options.get("dtype") or "auto", "generation_config": "vllm",
+            "trust_remote_code": bool(options.get("trust_remote_code")),
         }
         kv_bytes = options.get("kv_cache_memory_bytes")
         if kv_bytes is None and on_cpu:

@@ -1,0 +1,41 @@
+"""`execrepobench compare`: a leaderboard over result folders of one dataset (see compare.py)."""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+
+def add_compare(p: argparse.ArgumentParser) -> None:
+    p.add_argument("runs", nargs="+", type=Path, metavar="RUN_DIR",
+                   help="result folders of `execrepobench run` / `evaluate` (metrics.json + results.jsonl), "
+                        "all of one dataset")
+    p.add_argument("--out", type=Path, required=True,
+                   help="folder for leaderboard.md, leaderboard.html and comparison.json")
+    p.add_argument("--resamples", type=int, default=None,
+                   help="bootstrap resamples and permutations (default 10000)")
+    p.add_argument("--seed", type=int, default=None, help="seed of the resampling (default 0)")
+
+
+def run_compare(args: argparse.Namespace) -> int:
+    from .compare import DEFAULT_RESAMPLES, DEFAULT_SEED, CompareError, write_comparison
+
+    try:
+        result = write_comparison(args.runs, args.out, args.resamples or DEFAULT_RESAMPLES,
+                                  DEFAULT_SEED if args.seed is None else args.seed)
+    except (CompareError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    for m in result["models"]:
+        low, high = m["pass@1_ci95"]
+        print(f"{m['rank']:3d}  {m['label']:40}  pass@1 {100 * m['pass@1']:5.1f}%  "
+              f"[{100 * low:5.1f}, {100 * high:5.1f}]  ES {100 * m['es']:5.1f}%")
+    print(f"compared on {result['samples']['compared']} samples; wrote {args.out}/leaderboard.md, "
+          "leaderboard.html, comparison.json")
+    return 0
+
+
+COMMANDS = {
+    "compare": ("a leaderboard over result folders of one dataset: intervals and p-values", add_compare,
+                run_compare),
+}
