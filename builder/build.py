@@ -40,7 +40,7 @@ from .masking import MaskConfig, MaskResult, candidate_files, sample_masks, spli
 from .mix import MIX_NAME, level_mask
 from .prepare import prepare
 from .records import with_files
-from .repo_files import read_pool, write_atomic
+from .repo_files import context_pool, read_pool, write_atomic
 from .sources import SourceError, fetch
 from .repo_verification import verify_repo
 from .testlayout import NoTestsFound, modules_with_tests
@@ -73,6 +73,8 @@ class BuildConfig:
     # fill type -> narrowest selection rule allowed ("coverage" when absent); widen a kind of sample
     # here if benchmarks/bench_selection.py ever finds its selected verdicts disagreeing with the suite.
     selection_floor: Mapping[str, str] = field(default_factory=dict)
+    # rank context from test files too (not the paper's pool: tests spell out the expected values)
+    context_tests: bool = False
     executor: ExecutorConfig = field(default_factory=ExecutorConfig)  # where verification runs (local, ray)
     # mutation adequacy: mutants of each verified ground truth judged, and the share its tests must kill
     mutants: int = 3
@@ -85,7 +87,7 @@ def _inputs_hash(spec: RepoSpec, config: BuildConfig, mask: MaskConfig, isolatio
             "baseline_runs": config.baseline_runs, "builder": __version__,
             "oversample": config.oversample, "gt_runs": config.gt_runs, "guard": GUARD_RECORDING, "verify": VERIFY_SCHEME,
             "selection_floor": dict(config.selection_floor), "mix": MIX_NAME,
-            "mutants": [config.mutants, config.min_mutant_kill]}
+            "mutants": [config.mutants, config.min_mutant_kill], "context_tests": config.context_tests}
     encode = lambda o: dict(o) if isinstance(o, Mapping) else str(o)  # noqa: E731
     return hashlib.sha256(json.dumps(data, sort_keys=True, default=encode).encode()).hexdigest()[:20]
 
@@ -191,14 +193,15 @@ def build_repo(spec: RepoSpec, config: BuildConfig, isolation: Isolation,
         parts.update(prepared.report)
         timings.update(prepared.timings)
         stage = "masking"
-        pool = read_pool(fetched.root)
-        record = with_files(record, pool)  # the context pool, stored once per repository
+        pool = read_pool(fetched.root)  # every .py file: the import graph that selects tests
+        context = context_pool(pool, fetched.root, config.context_tests)
+        record = with_files(record, context)  # the context pool, stored once per repository
         wanted = mask.samples_per_repo
         masking_config = replace(mask, samples_per_repo=wanted * config.oversample)
 
         def candidates_of(mask_config: MaskConfig) -> tuple[list[Sample], dict]:
             return make_samples(spec.name, fetched.pinned, fetched.root, prepared.env.key, config.manifest.seed,
-                                mask_config, prepared.baseline, tuple(spec.exclude_tests), pool,
+                                mask_config, prepared.baseline, tuple(spec.exclude_tests), context,
                                 prepared.spec.test_paths)
 
         def more(needs: dict[str, int], round_: int) -> list[Sample]:  # extra candidates of short levels

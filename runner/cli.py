@@ -36,6 +36,9 @@ def _add_build(p: argparse.ArgumentParser) -> None:
     p.add_argument("--baseline-timeout", type=float, default=900.0, help="seconds per baseline run")
     p.add_argument("--allow-weak-sandbox", action="store_true",
                    help="without bubblewrap, run baselines and verification in the weak mode instead of refusing")
+    p.add_argument("--context-with-tests", action="store_true",
+                   help="rank each sample's context from test files too (default: the paper's pool - the files it "
+                        "may mask, no tests/, test/, docs/, build/, setup.py)")
     p.add_argument("--mutants", type=int, default=3,
                    help="mutants of each verified ground truth judged for mutation adequacy (0: none; default 3)")
     p.add_argument("--min-mutant-kill", type=float, default=0.5,
@@ -69,7 +72,7 @@ def _run_build(args: argparse.Namespace) -> int:
                          baseline_timeout_s=args.baseline_timeout, only=tuple(args.repo),
                          progress=not args.no_progress, allow_weak_sandbox=args.allow_weak_sandbox,
                          executor=ExecutorConfig(args.executor, args.ray_address), mutants=args.mutants,
-                         min_mutant_kill=args.min_mutant_kill)
+                         min_mutant_kill=args.min_mutant_kill, context_tests=args.context_with_tests)
     from execrepobench_metric.isolation import SandboxUnavailable
 
     try:

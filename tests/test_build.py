@@ -6,6 +6,7 @@ import pytest
 from execrepobench.builder.baseline import baseline_invocations
 from execrepobench.builder.build import BuildConfig, build
 from execrepobench.builder.manifest import parse_manifest
+from execrepobench.builder.masking import candidate_files
 from execrepobench_dataset.record import FILL_TYPES, read_jsonl
 from execrepobench_dataset.repo_record import read_repo_records
 from execrepobench_metric.environments import find_environment
@@ -56,8 +57,9 @@ def test_build_fixture_repo_deterministic_and_resumable(tmp_path, minirepo):
     (record,) = read_repo_records(out / "repositories.jsonl")
     assert record.env_key == rep["env_key"] and record.key_matches and record.repo_source == rep["pinned"]
     assert record.test_command == samples[0].test_command and record.python == rep["environment"]["python"]
-    files = record.file_map()  # the context pool, stored once: every .py file of the repository
-    assert sorted(files) == sorted(p.relative_to(minirepo).as_posix() for p in minirepo.rglob("*.py"))
+    files = record.file_map()  # the context pool, stored once: the paper's pool, the files it may mask
+    assert sorted(files) == candidate_files(minirepo)
+    assert files and not any(f.startswith("tests/") or f.endswith(("conftest.py", "setup.py")) for f in files)
     for s in samples:
         assert set(s.context_paths) == set(files) - {s.file_name}
         assert files[s.file_name] == s.prefix_code + s.middle_code + s.suffix_code

@@ -258,3 +258,15 @@ def test_real_package_sibling_import_ranked_first():
     ranked = paths_of(idx.rank("tqdm/dask.py", prefix, suffix))
     assert set(ranked[:2]) == {"tqdm/auto.py", "tqdm/__init__.py"}
     assert "tqdm/dask.py" not in ranked and len(ranked) == len(files) - 1
+
+
+def test_the_context_pool_is_the_papers_unless_tests_are_asked_for(tmp_path):
+    from execrepobench.builder.repo_files import context_pool, read_pool
+
+    for rel in ("pkg/__init__.py", "pkg/core.py", "pkg/test_core.py", "tests/test_pkg.py", "test/helpers.py",
+                "docs/conf.py", "build/lib/pkg/core.py", "setup.py", "conftest.py"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text("x = 1\n", encoding="utf-8")
+    pool = read_pool(tmp_path)
+    assert sorted(context_pool(pool, tmp_path)) == ["pkg/__init__.py", "pkg/core.py"]  # what the paper may mask
+    assert context_pool(pool, tmp_path, with_tests=True) == pool  # the explicit option: every .py file
