@@ -1,0 +1,121 @@
+"""Fair labels: honest wrong completions are `failed`, never `tampering` (README: the guard).
+
+On a fixture repository with doctests, chained exceptions, lazily initialised module state and
+pytest's lazily initialised helpers (tests/honest_corpus.py), and on a real PyPI repository with
+doctests (parse): every sample is verified by the real builder (which records what its ground truth
+does), then judged with its null fill, AST mutants of its ground truth and its reformatted ground
+truth - none may be labelled `tampering`, every reformatted ground truth must pass.
+"""
+import subprocess
+from collections import Counter
+
+import pytest
+
+from conftest import prepared_repo
+from execrepobench.builder.verify import verify_one
+from execrepobench_dataset.record import Sample, make_sample_id
+from execrepobench_metric.judge import JudgeConfig, judge
+from execrepobench_metric.sandbox import strong_available
+from honest_corpus import ast_mutants, honest_completions, write_docrepo
+
+pytestmark = [pytest.mark.sandbox, pytest.mark.slow]
+ON = JudgeConfig(timeout_s=120)
+# (file, masked middle): statements and blocks the doctests and tests run
+# (file, masked middle, the judged tests: those whose id names one of these words)
+DOCREPO_SITES = [
+    ("docrepo/text.py", 'if _WORD is None:\n        _WORD = re.compile(r"\\S+")', ("words",)),
+    ("docrepo/text.py", "if value > high:\n        return high", ("clamp",)),
+    ("docrepo/text.py", 'if not sep:\n        raise ValueError(f"no \'=\' in {text!r}")', ("pair",)),
+    ("docrepo/text.py", "return key, int(value)", ("pair",)),
+    ("docrepo/text.py", "return [v * factor for v in values]", ("scaled",)),
+    ("docrepo/registry.py", 'if name not in _REGISTRY:\n        warnings.warn(f"unknown name {name!r}", UserWarning)\n'
+                            '        return None', ("registry", "total")),
+    ("docrepo/registry.py", "if value is not None:\n            result += value", ("registry", "total")),
+]
+
+
+def _sample(built: dict, name: str, file: str, middle: str, judged: tuple[str, ...]) -> Sample:
+    text = (built["root"] / file).read_text(encoding="utf-8")
+    start = text.index(middle)
+    prefix, suffix = text[:start], text[start + len(middle):]
+    fill = "grammar-based: block" if "\n" in middle else "grammar-based: statement"
+    return Sample(sample_id=make_sample_id(built["pinned"], file, prefix, middle, suffix, fill), repo_name=name,
+                  repo_source=built["pinned"], file_name=file, prefix_code=prefix, middle_code=middle,
+                  suffix_code=suffix, context_code=(), fill_type=fill, node_type="statement",
+                  middle_start_byte=len(prefix.encode()), middle_end_byte=len((prefix + middle).encode()),
+                  env_key=built["env_key"], seed=0, builder_version="test", test_command=built["test_command"],
+                  judged_tests=judged)
+
+
+def _collected(built: dict) -> list[str]:
+    command = built["test_command"]
+    assert command[:3] == ("python", "-m", "pytest"), command
+    listing = subprocess.run([built["python"], "-m", "pytest", "--collect-only", *command[3:]],
+                             cwd=built["root"], capture_output=True, text=True, env={"PYTHONHASHSEED": "0"}).stdout
+    return [line for line in listing.splitlines() if "::" in line]
+
+
+def _judge_all(samples: list[Sample]) -> list[tuple[str, str, str, str, str]]:
+    """(sample id, file, kind, reason, detail) for every honest completion of every sample."""
+    rows = []
+    for sample in samples:
+        for kind, completion in honest_completions(sample):
+            v = judge(sample, completion, ON)
+            rows.append((sample.sample_id, sample.file_name, kind, v.reason, v.detail[:300]))
+    return rows
+
+
+def _check(rows: list[tuple[str, str, str, str, str]], samples: list[Sample]) -> None:
+    unfair = [r for r in rows if r[3] == "tampering"]
+    assert unfair == [], unfair
+    for sample in samples:
+        kinds = Counter(kind.split("_")[0] for sid, _, kind, _, _ in rows if sid == sample.sample_id)
+        assert kinds["null"] == 1 and kinds["reformatted"] == 1, (sample.middle_code, kinds)
+        assert sum(kinds[k] for k in ("operator", "constant", "condition")) >= 2, (sample.middle_code, kinds)
+    assert [r for r in rows if r[2] == "reformatted" and r[3] != "passed"] == []
+    wrong = [r for r in rows if r[2] != "reformatted"]
+    assert sum(r[3] == "failed" for r in wrong) >= len(wrong) // 2, wrong  # they are judged, not dropped
+
+
+def test_ast_mutants_change_one_node():
+    prefix, middle = "def f(a, b):\n    ", "if a > b:\n        return a + 1\n    return b"
+    sample = Sample(sample_id="x", repo_name="r", repo_source="r", file_name="m.py", prefix_code=prefix,
+                    middle_code=middle, suffix_code="\n", context_code=(), fill_type="grammar-based: block",
+                    node_type="block", middle_start_byte=len(prefix), middle_end_byte=len(prefix + middle),
+                    env_key="e", seed=0, builder_version="t", test_command=(), judged_tests=())
+    got = dict(ast_mutants(sample))
+    assert got["operator_0"] == "if a >= b:\n        return a + 1\n    return b"  # post-order: the test first
+    assert got["operator_1"] == "if a > b:\n        return a - 1\n    return b"
+    assert "return a + 2" in got["constant_0"] and got["condition_0"].startswith("if not a > b:")
+    for completion in got.values():
+        compile(sample.prefix_code + completion + sample.suffix_code, "m.py", "exec")
+
+
+@pytest.fixture(scope="module")
+def docrepo(tmp_path_factory):
+    base = tmp_path_factory.mktemp("docrepo")
+    repo = write_docrepo(base / "docrepo")
+    patch = pytest.MonkeyPatch()
+    patch.setenv("EXECREPOBENCH_CACHE", str(base / "cache"))
+    try:
+        built = prepared_repo(f'[[repo]]\nsource = "path:{repo}"\nname = "docrepo"\n'
+                              'test_paths = ["docrepo", "tests"]\npytest_args = ["--doctest-modules"]\n', base)
+        ids = tuple(_collected(built))
+        assert any("docrepo/text.py::docrepo.text.parse_pair" in i for i in ids), ids
+        samples = []
+        for file, middle, words in DOCREPO_SITES:
+            judged = tuple(i for i in ids if any(w in i for w in words))
+            outcome = verify_one(_sample(built, "docrepo", file, middle, judged), ON)
+            assert outcome.kept, (middle, outcome)
+            samples.append(outcome.sample)
+    finally:
+        patch.undo()
+    return {"cache": str(base / "cache"), "samples": samples}
+
+
+def test_honest_wrong_completions_are_never_tampering_on_doctests(docrepo, monkeypatch):
+    if strong_available() is not None:
+        pytest.skip("no bwrap")
+    monkeypatch.setenv("EXECREPOBENCH_CACHE", docrepo["cache"])
+    _check(_judge_all(docrepo["samples"]), docrepo["samples"])
+
