@@ -189,10 +189,10 @@ DOCREPO = {
             """
             >>> scaled([1, 2, 3])
             [2, 4, 6]
-            >>> scaled([1.5], 3)
+            >>> scaled([1.5, None], 3)
             [4.5]
             """
-            return [v * factor for v in values]
+            return [v * factor for v in values if v is not None]
         ''',
     "docrepo/registry.py": '''
         """A registry initialised lazily on first use (module state rebound once)."""

@@ -26,8 +26,7 @@ DOCREPO_SITES = [
     ("docrepo/text.py", 'if _WORD is None:\n        _WORD = re.compile(r"\\S+")', ("words",)),
     ("docrepo/text.py", "if value > high:\n        return high", ("clamp",)),
     ("docrepo/text.py", 'if not sep:\n        raise ValueError(f"no \'=\' in {text!r}")', ("pair",)),
-    ("docrepo/text.py", "return key, int(value)", ("pair",)),
-    ("docrepo/text.py", "return [v * factor for v in values]", ("scaled",)),
+    ("docrepo/text.py", "return [v * factor for v in values if v is not None]", ("scaled",)),
     ("docrepo/registry.py", 'if name not in _REGISTRY:\n        warnings.warn(f"unknown name {name!r}", UserWarning)\n'
                             '        return None', ("registry", "total")),
     ("docrepo/registry.py", "if value is not None:\n            result += value", ("registry", "total")),
