@@ -65,6 +65,7 @@ def _judge_all(samples: list[Sample]) -> list[tuple[str, str, str, str, str]]:
 
 
 def _check(rows: list[tuple[str, str, str, str, str]], samples: list[Sample]) -> None:
+    print(f"{len(samples)} samples, {len(rows)} honest completions judged:", dict(Counter(r[3] for r in rows)))
     unfair = [r for r in rows if r[3] == "tampering"]
     assert unfair == [], unfair
     for sample in samples:
@@ -118,3 +119,49 @@ def test_honest_wrong_completions_are_never_tampering_on_doctests(docrepo, monke
     monkeypatch.setenv("EXECREPOBENCH_CACHE", docrepo["cache"])
     _check(_judge_all(docrepo["samples"]), docrepo["samples"])
 
+
+
+PARSE_MANIFEST = '''[[repo]]
+source = "pypi:parse==1.22.4"
+sha256 = "706d458feed5a81b02768d3156e8070baf6cee7d150a3a3c0cd43101a875c3b5"
+pytest_args = ["-o", "addopts=--doctest-modules --doctest-glob=README.rst"]
+'''
+# statements of parse/__init__.py that its README's doctest runs (judged: the two doctests + test_pattern.py)
+PARSE_SITES = [
+    'if n == -1:\n                basename, subkeys = field, ""\n            else:\n'
+    '                basename, subkeys = field[:n], field[n:]',
+    'if not part:\n                continue\n            elif part == "{{":\n                e.append(r"\\{")\n'
+    '            elif part == "}}":\n                e.append(r"\\}")\n            elif part[0] == "{" and part[-1] == "}":\n'
+    '                # this will be a braces-delimited field to handle\n                e.append(self._handle_field(part))\n'
+    '            else:\n                # just some text to match\n'
+    '                e.append(REGEX_SAFETY.sub(self._regex_replace, part))',
+    'if n in self._type_conversions:\n                fixed_fields[n] = self._type_conversions[n](fixed_fields[n], m)',
+    'if string[0] == "-":\n            sign = -1\n            number_start = 1\n        elif string[0] == "+":\n'
+    '            sign = 1\n            number_start = 1\n        else:\n            sign = 1\n            number_start = 0',
+]
+
+
+@pytest.fixture(scope="module")
+def parse_repo(tmp_path_factory):
+    base = tmp_path_factory.mktemp("parse")
+    patch = pytest.MonkeyPatch()
+    patch.setenv("EXECREPOBENCH_CACHE", str(base / "cache"))
+    try:
+        built = prepared_repo(PARSE_MANIFEST, base)
+        ids = _collected(built)
+        judged = tuple(i for i in ids if not i.startswith("tests/") or i.startswith("tests/test_pattern.py"))
+        assert "README.rst::README.rst" in judged, ids
+        samples = []
+        for middle in PARSE_SITES:
+            outcome = verify_one(_sample(built, "parse", "parse/__init__.py", middle, judged), ON)
+            assert outcome.kept, (middle, outcome)
+            samples.append(outcome.sample)
+    finally:
+        patch.undo()
+    return {"cache": str(base / "cache"), "samples": samples}
+
+
+@pytest.mark.pypi
+def test_honest_wrong_completions_are_never_tampering_on_a_pypi_repository(parse_repo, monkeypatch):
+    monkeypatch.setenv("EXECREPOBENCH_CACHE", parse_repo["cache"])
+    _check(_judge_all(parse_repo["samples"]), parse_repo["samples"])
