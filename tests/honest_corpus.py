@@ -12,10 +12,11 @@ repository's own lazily initialised module state.
 from __future__ import annotations
 
 import ast
+import subprocess
 import textwrap
 from pathlib import Path
 
-from execrepobench_dataset.record import Sample
+from execrepobench_dataset.record import Sample, make_sample_id
 from execrepobench_metric.fills import null_fill
 
 from execrepobench.builder.workload import reformatted
@@ -273,3 +274,32 @@ def write_docrepo(root: Path) -> Path:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(textwrap.dedent(text).lstrip("\n"), encoding="utf-8")
     return root
+
+
+DOCREPO_MANIFEST = '''[[repo]]
+source = "path:{path}"
+name = "docrepo"
+test_paths = ["docrepo", "tests"]
+pytest_args = ["--doctest-modules"]
+'''
+
+
+def sample_of(built: dict, name: str, file: str, middle: str, judged: tuple[str, ...]) -> Sample:
+    text = (built["root"] / file).read_text(encoding="utf-8")
+    start = text.index(middle)
+    prefix, suffix = text[:start], text[start + len(middle):]
+    fill = "grammar-based: block" if "\n" in middle else "grammar-based: statement"
+    return Sample(sample_id=make_sample_id(built["pinned"], file, prefix, middle, suffix, fill), repo_name=name,
+                  repo_source=built["pinned"], file_name=file, prefix_code=prefix, middle_code=middle,
+                  suffix_code=suffix, context_code=(), fill_type=fill, node_type="statement",
+                  middle_start_byte=len(prefix.encode()), middle_end_byte=len((prefix + middle).encode()),
+                  env_key=built["env_key"], seed=0, builder_version="test", test_command=built["test_command"],
+                  judged_tests=judged)
+
+
+def collected_ids(built: dict) -> list[str]:
+    command = built["test_command"]
+    assert command[:3] == ("python", "-m", "pytest"), command
+    listing = subprocess.run([built["python"], "-m", "pytest", "--collect-only", *command[3:]],
+                             cwd=built["root"], capture_output=True, text=True, env={"PYTHONHASHSEED": "0"}).stdout
+    return [line for line in listing.splitlines() if "::" in line]

@@ -6,17 +6,16 @@ doctests (parse): every sample is verified by the real builder (which records wh
 does), then judged with its null fill, AST mutants of its ground truth and its reformatted ground
 truth - none may be labelled `tampering`, every reformatted ground truth must pass.
 """
-import subprocess
 from collections import Counter
 
 import pytest
 
 from conftest import prepared_repo
 from execrepobench.builder.verify import verify_one
-from execrepobench_dataset.record import Sample, make_sample_id
+from execrepobench_dataset.record import Sample
 from execrepobench_metric.judge import JudgeConfig, judge
 from execrepobench_metric.sandbox import strong_available
-from honest_corpus import ast_mutants, honest_completions, write_docrepo
+from honest_corpus import DOCREPO_MANIFEST, ast_mutants, collected_ids, honest_completions, sample_of, write_docrepo
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.slow]
 ON = JudgeConfig(timeout_s=120)
@@ -31,27 +30,6 @@ DOCREPO_SITES = [
                             '        return None', ("registry", "total")),
     ("docrepo/registry.py", "if value is not None:\n            result += value", ("registry", "total")),
 ]
-
-
-def _sample(built: dict, name: str, file: str, middle: str, judged: tuple[str, ...]) -> Sample:
-    text = (built["root"] / file).read_text(encoding="utf-8")
-    start = text.index(middle)
-    prefix, suffix = text[:start], text[start + len(middle):]
-    fill = "grammar-based: block" if "\n" in middle else "grammar-based: statement"
-    return Sample(sample_id=make_sample_id(built["pinned"], file, prefix, middle, suffix, fill), repo_name=name,
-                  repo_source=built["pinned"], file_name=file, prefix_code=prefix, middle_code=middle,
-                  suffix_code=suffix, context_code=(), fill_type=fill, node_type="statement",
-                  middle_start_byte=len(prefix.encode()), middle_end_byte=len((prefix + middle).encode()),
-                  env_key=built["env_key"], seed=0, builder_version="test", test_command=built["test_command"],
-                  judged_tests=judged)
-
-
-def _collected(built: dict) -> list[str]:
-    command = built["test_command"]
-    assert command[:3] == ("python", "-m", "pytest"), command
-    listing = subprocess.run([built["python"], "-m", "pytest", "--collect-only", *command[3:]],
-                             cwd=built["root"], capture_output=True, text=True, env={"PYTHONHASHSEED": "0"}).stdout
-    return [line for line in listing.splitlines() if "::" in line]
 
 
 def _judge_all(samples: list[Sample]) -> list[tuple[str, str, str, str, str]]:
@@ -98,14 +76,13 @@ def docrepo(tmp_path_factory):
     patch = pytest.MonkeyPatch()
     patch.setenv("EXECREPOBENCH_CACHE", str(base / "cache"))
     try:
-        built = prepared_repo(f'[[repo]]\nsource = "path:{repo}"\nname = "docrepo"\n'
-                              'test_paths = ["docrepo", "tests"]\npytest_args = ["--doctest-modules"]\n', base)
-        ids = tuple(_collected(built))
+        built = prepared_repo(DOCREPO_MANIFEST.format(path=repo), base)
+        ids = tuple(collected_ids(built))
         assert any("docrepo/text.py::docrepo.text.parse_pair" in i for i in ids), ids
         samples = []
         for file, middle, words in DOCREPO_SITES:
             judged = tuple(i for i in ids if any(w in i for w in words))
-            outcome = verify_one(_sample(built, "docrepo", file, middle, judged), ON)
+            outcome = verify_one(sample_of(built, "docrepo", file, middle, judged), ON)
             assert outcome.kept, (middle, outcome)
             samples.append(outcome.sample)
     finally:
@@ -148,12 +125,12 @@ def parse_repo(tmp_path_factory):
     patch.setenv("EXECREPOBENCH_CACHE", str(base / "cache"))
     try:
         built = prepared_repo(PARSE_MANIFEST, base)
-        ids = _collected(built)
+        ids = collected_ids(built)
         judged = tuple(i for i in ids if not i.startswith("tests/") or i.startswith("tests/test_pattern.py"))
         assert "README.rst::README.rst" in judged, ids
         samples = []
         for middle in PARSE_SITES:
-            outcome = verify_one(_sample(built, "parse", "parse/__init__.py", middle, judged), ON)
+            outcome = verify_one(sample_of(built, "parse", "parse/__init__.py", middle, judged), ON)
             assert outcome.kept, (middle, outcome)
             samples.append(outcome.sample)
     finally:
