@@ -18,9 +18,9 @@ SETTINGS_VAR = "EXECREPOBENCH_GUARD"
 # may run: the test machinery, the import system, and what the guard's own wrappers replace.
 PROTECTED_PREFIXES = ("pytest", "_pytest", "pluggy", "unittest", "__main__", "_execrepobench_collect",
                       "_execrepobench_guard", "_execrepobench_guard_hook", "_execrepobench_guard_integrity",
-                      "_execrepobench_guard_attribution", "importlib", "_frozen_importlib", "_frozen_importlib_external", "builtins", "threading",
+                      "_execrepobench_guard_attribution", "_execrepobench_guard_machinery", "importlib", "_frozen_importlib", "_frozen_importlib_external", "builtins", "threading",
                       "_thread", "signal", "_signal", "os", "posix", "posixpath", "pathlib", "faulthandler",
-                      "logging", "traceback", "linecache")
+                      "logging", "traceback", "linecache", "doctest")
 # Standard-library code that takes a frame and hands out only text (see `consumers`): the modules it
 # relies on are checked whenever it does so.
 CONSUMER_MODULES = ("logging", "traceback", "linecache")
@@ -29,7 +29,8 @@ CONSUMER_MODULES = ("logging", "traceback", "linecache")
 HOT = ("builtins", "__main__", "_pytest.runner", "_pytest.reports", "_pytest.python", "_pytest.outcomes",
        "_pytest.raises", "_pytest.skipping", "_pytest.unittest", "pluggy._hooks", "pluggy._callers",
        "pluggy._execution", "pluggy._result", "_execrepobench_collect", "_execrepobench_guard",
-       "_execrepobench_guard_hook", "_execrepobench_guard_integrity", "_execrepobench_guard_attribution")
+       "_execrepobench_guard_hook", "_execrepobench_guard_integrity", "_execrepobench_guard_attribution",
+       "_execrepobench_guard_machinery", "doctest", "_pytest.doctest")
 # Names the machinery itself rebinds while it runs ("module" or "module.Class"; "*": in every class):
 # pytest's capture and per-test assertion hooks, exception hooks, the import system's state.
 REBOUND = {"sys": ("stdin", "stdout", "stderr", "__stdin__", "__stdout__", "__stderr__", "last_type", "last_value",

@@ -27,6 +27,7 @@ import sys
 
 from _execrepobench_guard_attribution import make_attribution
 from _execrepobench_guard_integrity import COLD, make_integrity, make_text
+from _execrepobench_guard_machinery import make_machinery
 
 FRAME_ATTRS = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame"})
 CODE_ATTRS = frozenset({"__code__", "__defaults__", "__kwdefaults__", "__class__", "__bases__"})
@@ -76,6 +77,8 @@ def install(cfg, key, fd, genuine, originals):
     take_snapshots()
     (is_masked, attributed, direct_caller, consumed, called_by, taint, mark_ran, busy, tainted_threads,
      tainted_codes, whose) = make_attribution(masked, cfg["start"], text, genuine["consumers"])
+    snapshot_machinery, check_machinery, check_item_data = make_machinery(
+        lambda code: is_masked(code.co_filename) or _id(code) in tainted_codes)
     owners = cfg.get("owners") or {}  # several masked files (a shared ground-truth run): path -> its name
     pluggy_dir, pytest_dir = cfg["pluggy_dir"], cfg["pytest_dir"]
     state = {"seq": 0, "mac": b"", "closed": False, "ran": False, "teardowns": 0}
@@ -143,6 +146,8 @@ def install(cfg, key, fd, genuine, originals):
         return attributed(caller) and sensitive(kind)
 
     def check_item(nodeid):
+        for problem in check_machinery(False) + check_item_data(nodeid):
+            sensitive(problem)
         if nodeid in items:
             item, fn, code = items[nodeid]
             obj = _getattr(item, "obj", None)
@@ -218,11 +223,15 @@ def install(cfg, key, fd, genuine, originals):
             for plugin in _list(session.config.pluginmanager.get_plugins()):
                 if is_masked(_getattr(plugin, "__file__", None)):  # its hooks would judge its own tests
                     emit("tamper", "machinery-under-test", "the masked file is a pytest plugin")
+            for problem in snapshot_machinery(session):
+                sensitive(problem)
             emit("collected", *[text(item.nodeid) for item in _list(session.items)])
         elif event == "execrepobench.collecterror":
             emit("collecterror", text(args[0].nodeid))
         elif event == "execrepobench.finish":
             check_integrity(group_names())
+            for problem in check_machinery(True):
+                sensitive(problem)
             alive = _frames()
             if _any(ident in alive for ident in _list(tainted_threads)):
                 sensitive("thread.outlives")
