@@ -129,6 +129,11 @@ def compute(predictions: Sequence[Any], references: Sequence[Any], *, k: Sequenc
     for reason in REASONS:
         result[f"verdicts/{reason}"] = reasons.get(reason, 0)
     result["harness_errors"] = reasons.get("error", 0)
+    # a flag for people to look at, not a verdict: completions that touch what their ground truth never does
+    flagged = Counter(r for row in verdicts for v in row for r in v.suspicious)
+    result["suspicious"] = sum(1 for row in verdicts for v in row if v.suspicious)
+    result["suspicious_passed"] = sum(1 for row in verdicts for v in row if v.suspicious and v.passed)
+    result["suspicious_reasons"] = dict(flagged.most_common())
     result["artifacts_base"] = str(artifacts.parent)  # each row's `artifacts` is relative to it
     result["sandbox"] = verdicts[0][0].sandbox if verdicts and verdicts[0] else ""
     result["sandbox_note"] = note

@@ -32,8 +32,9 @@ from .isolation import decide_isolation
 from .judge import JudgeConfig, Verdict, judge_safely
 from .layout import cache_root
 
-ENGINE_VERSION = "5"  # 3: the in-process guard (and the execution layer's isolation); 4: budgets, fail fast;
-# 5: phase budgets, hypothesis' wall-clock checks lifted, failure messages in the detail
+ENGINE_VERSION = "6"  # 3: the in-process guard (and the execution layer's isolation); 4: budgets, fail fast;
+# 5: phase budgets, hypothesis' wall-clock checks lifted, failure messages in the detail; 6: the guard checks
+# the plugin manager, items and doctest, doctest's own swaps are not tampering; `suspicious` reasons
 EXEC_ENV_VAR = "EXECREPOBENCH_ALLOW_EXEC"
 OPT_IN_MESSAGE = (
     "ExecRepoBench executes model-generated code against repository tests. Opt in explicitly with the "

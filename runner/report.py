@@ -18,6 +18,9 @@ def table(metrics: dict) -> str:
     lines += [f"{name:34} {es:6.1f} {p1:7.1f} {n or 0:5d}" for name, es, p1, n in rows]
     counts = {k.split("/", 1)[1]: v for k, v in metrics.items() if k.startswith("verdicts/") and v}
     lines.append(f"verdicts: {counts}   sandbox: {metrics.get('sandbox')} {metrics.get('sandbox_note', '')}".rstrip())
+    if metrics.get("suspicious"):
+        lines.append(f"suspicious (a flag, not a verdict): {metrics['suspicious']} completion(s), "
+                     f"{metrics.get('suspicious_passed', 0)} passed; {metrics.get('suspicious_reasons', {})}")
     return "\n".join(lines)
 
 

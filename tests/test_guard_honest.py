@@ -39,6 +39,7 @@ def _judge_all(samples: list[Sample]) -> list[tuple[str, str, str, str, str]]:
         for kind, completion in honest_completions(sample):
             v = judge(sample, completion, ON)
             rows.append((sample.sample_id, sample.file_name, kind, v.reason, v.detail[:300]))
+            assert v.suspicious == (), (kind, completion, v.suspicious)  # nothing its ground truth never does
     return rows
 
 

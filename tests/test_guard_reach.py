@@ -62,3 +62,4 @@ def test_reach_attack_passes_without_the_guard_and_fails_with_it(targets, monkey
     assert (unguarded.passed, unguarded.reason) == (True, "passed"), unguarded
     guarded = _judge(targets, monkeypatch, attack.target, completion, ON)
     assert not guarded.passed and guarded.reason in ("tampering", "failed"), guarded
+    assert guarded.suspicious and unguarded.suspicious, guarded  # flagged for people to look at, either way
