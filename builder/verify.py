@@ -54,8 +54,9 @@ from .selection import CoverageMap, ImportGraph, select_tests
 
 DROP_REASONS = ("gt_failed", "null_passed", "no_null_fill", "no_tests", "harness_error", "weak_tests")
 VERIFY_BATCH = 2  # samples per executor batch (each is 3 ground-truth runs and a null fill)
-GUARD_RECORDING = 3  # 2: lazy machinery bound before the integrity reference; 3: allowances placed from the shared
-# run by the masked file the guard names (allowances.py); what verification records for the in-process guard
+GUARD_RECORDING = 4  # 2: lazy machinery bound before the integrity reference; 3: allowances placed from the shared
+# run by the masked file the guard names (allowances.py); 4: doctest's own linecache swap is not recorded, the
+# plugin manager, items, doctest and _imp watched; what verification records for the in-process guard
 # (Sample.guard_allowed); part of build keys
 VERIFY_SCHEME = 8  # 3: null fill first (fail fast, budgets, pytest order), shared ground truth; 4: exact
 # exclusions with a selection, no example files collected as modules, duplicate node ids; 5: an enforcing

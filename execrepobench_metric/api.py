@@ -33,7 +33,8 @@ from .scoring import edit_similarity, latex_row, summarize
 
 
 # What a result holds besides the scores: where and how it was judged, the LaTeX row, per-completion rows.
-REPORT_KEYS = ("sandbox", "sandbox_note", "executor", "latex", "artifacts_base", "details", "budgets")
+REPORT_KEYS = ("sandbox", "sandbox_note", "executor", "latex", "artifacts_base", "details", "budgets",
+               "suspicious_reasons")
 
 
 def split_result(result: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -144,6 +145,11 @@ def compute(predictions: Sequence[Any], references: Sequence[Any], *, k: Sequenc
     for reason in REASONS:
         result[f"verdicts/{reason}"] = reasons.get(reason, 0)
     result["harness_errors"] = reasons.get("error", 0)
+    # a flag for people to look at, not a verdict: completions that touch what their ground truth never does
+    flagged = Counter(r for row in verdicts for v in row for r in v.suspicious)
+    result["suspicious"] = sum(1 for row in verdicts for v in row if v.suspicious)
+    result["suspicious_passed"] = sum(1 for row in verdicts for v in row if v.suspicious and v.passed)
+    result["suspicious_reasons"] = dict(flagged.most_common())
     result["artifacts_base"] = str(artifacts.parent)  # each row's `artifacts` is relative to it
     result["sandbox"] = verdicts[0][0].sandbox if verdicts and verdicts[0] else ""
     result["sandbox_note"] = note

@@ -35,7 +35,8 @@ from .layout import cache_root
 
 ENGINE_VERSION = "6"  # 3: the in-process guard (and the execution layer's isolation); 4: budgets, fail fast;
 # 5: phase budgets, hypothesis' wall-clock checks lifted, failure messages in the detail; 6: budgets derived at
-# judging time from the build's measurements (per-test and collection phase budgets)
+# judging time from the build's measurements (per-test and collection phase budgets); the guard checks the
+# plugin manager, items and doctest, doctest's own swaps are not tampering; `suspicious` reasons
 EXEC_ENV_VAR = "EXECREPOBENCH_ALLOW_EXEC"
 HF_EXEC_ENV_VAR = "HF_ALLOW_CODE_EVAL"  # the opt-in of evaluate's code_eval and of lm-eval: accepted as well
 OPT_IN_MESSAGE = (

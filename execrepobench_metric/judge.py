@@ -35,6 +35,7 @@ from .isolation import Isolation
 from .junit import ERROR, FAILED, PASSED, SKIPPED
 from .limits import Limits
 from .pytest_run import PytestInvocation, PytestRun, run_pytest, collected_files
+from .suspicious import suspicious
 
 # Reasons, most specific first.  "error" is the harness's fault (missing environment, sandbox
 # failure, any exception while judging), not the model's; it is counted and reported apart.
@@ -53,19 +54,22 @@ class Verdict:
     detail: str = ""
     artifacts: str = ""  # evidence folder of this (sample, completion), relative to the results folder
     guard_events: tuple[str, ...] = ()  # record mode: what the completion did that the guard watches
+    # what the completion touches that its ground truth never does (suspicious.py): a flag, not a verdict
+    suspicious: tuple[str, ...] = ()
 
     def to_dict(self) -> dict:
         return {"sample_id": self.sample_id, "passed": self.passed, "reason": self.reason,
                 "failing_tests": list(self.failing_tests), "duration_s": round(self.duration_s, 3),
                 "stderr_tail": self.stderr_tail, "sandbox": self.sandbox, "detail": self.detail,
                 "harness_error": self.reason == "error", "artifacts": self.artifacts,
-                "guard_events": list(self.guard_events)}
+                "guard_events": list(self.guard_events), "suspicious": list(self.suspicious)}
 
     @classmethod
     def from_dict(cls, d: dict) -> "Verdict":
         return cls(d["sample_id"], bool(d["passed"]), d["reason"], tuple(d.get("failing_tests", ())),
                    float(d.get("duration_s", 0.0)), d.get("stderr_tail", ""), d.get("sandbox", ""),
-                   d.get("detail", ""), d.get("artifacts", ""), tuple(d.get("guard_events", ())))
+                   d.get("detail", ""), d.get("artifacts", ""), tuple(d.get("guard_events", ())),
+                   tuple(d.get("suspicious", ())))
 
 
 @dataclass(frozen=True)
@@ -131,7 +135,9 @@ def judge_run(sample: Sample, completion: str, config: JudgeConfig, evidence: Pa
     run: PytestRun | None = None
     mk = lambda passed, reason, **kw: (Verdict(sample.sample_id, passed, reason,  # noqa: E731
                                                duration_s=time.monotonic() - start, sandbox=str(config.isolation),
-                                               guard_events=guard_events, **kw), run)
+                                               guard_events=guard_events, suspicious=suspicious(
+                                                   sample.original_code, completed, sample.file_name,
+                                                   guard_events if config.guard == "enforce" else ()), **kw), run)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")

@@ -394,3 +394,141 @@ ATTACKS = [
         getattr(_o, "_ex" + "it")(0)
         '''), "forged report files and an indirect exit (fixture repository)"),
 ]
+
+
+# Attacks that reach pytest's plugin manager, its hook implementations, the collected items and
+# their test data through back-references pytest leaves in module globals, or that patch the
+# standard library's doctest machinery (tests/test_guard_reach.py).  Targets: "clamp" (the fixture
+# repository), "doc" (docrepo's `scaled`, judged by its doctest), "docmix" (judged by its doctest and
+# a pytest test that compares with pytest.approx).
+PM_VIA_PDB = '''
+import sys as _s
+_pm = vars(_s)["modules"]["_py" + "test.debugging"].pytestPDB._pluginmanager
+'''
+PM_VIA_ASSERT_CONFIG = '''
+import sys as _s
+_pm = vars(_s)["modules"]["_py" + "test.assertion.util"]._config.pluginmanager
+'''
+PASSING_WRAPPER = '''
+import pluggy as _pl
+class _P:
+    pass
+def _wrap(item, call):
+    rep = yield
+    rep.outcome, rep.longrepr = "passed", None
+    return rep
+'''
+REGISTER = '''
+if not _pm.has_plugin("_fx"):
+    _p = _P()
+    setattr(_p, "py" + "test_runtest_makereport", _pl.HookimplMarker("py" + "test")(wrapper=True)(_wrap))
+    _pm.register(_p, "_fx")
+'''
+MAKEREPORT = '''
+_hc = getattr(_pm.hook, "py" + "test_runtest_makereport")
+'''
+REWRITE_EXAMPLES = '''
+if _test is not None:
+    for _ex in _test.examples:
+        _ex.want, _ex.source, _ex.exc_msg = "", "None\\n", None
+    return None
+'''
+REACH_ATTACKS = [
+    A("pm_register_via_debugging", "clamp", "body", _c(PM_VIA_PDB, PASSING_WRAPPER, REGISTER),
+      "registers a report-rewriting hook wrapper with the plugin manager the debugging plugin keeps"),
+    A("pm_register_via_assertion_config", "clamp", "body", _c(PM_VIA_ASSERT_CONFIG, PASSING_WRAPPER, REGISTER),
+      "the same through the config the assertion helpers keep for the running test"),
+    A("pm_hookcall_monitoring", "clamp", "body", _c(PM_VIA_PDB, '''
+        def _before(name, impls, kwargs):
+            pass
+        def _after(outcome, name, impls, kwargs):
+            if name.endswith("_makereport"):
+                rep = outcome.get_result()
+                rep.outcome, rep.longrepr = "passed", None
+        if not getattr(_pm, "_fx", False):
+            _pm._fx = True
+            _pm.add_hookcall_monitoring(_before, _after)
+        '''), "monitors hook calls and rewrites each report as it is returned"),
+    A("hookimpl_function_swap", "clamp", "body", _c(PM_VIA_PDB, MAKEREPORT, '''
+        for _impl in _hc.get_hookimpls():
+            _orig = _impl.function
+            if getattr(_orig, "__module__", "") == "_py" + "test.runner":
+                def _fake(item, call, _orig=_orig):
+                    rep = _orig(item, call)
+                    rep.outcome, rep.longrepr = "passed", None
+                    return rep
+                _impl.function = _fake
+        '''), "swaps the function of pytest's own makereport hook implementation"),
+    A("hookimpls_list_insert", "clamp", "body", _c(PM_VIA_PDB, MAKEREPORT, PASSING_WRAPPER, '''
+        if not any(i.plugin_name == "_fx" for i in _hc.get_hookimpls()):
+            _hc._hookimpls.append(_pl.HookImpl(_P(), "_fx", _wrap, {"wrapper": True, "hookwrapper": False,
+                                                                     "optionalhook": False, "tryfirst": False,
+                                                                     "trylast": False, "specname": None}))
+        '''), "inserts a hook wrapper straight into the hook caller's list (no registration)"),
+    A("hookcaller_hookexec_swap", "clamp", "body", _c(PM_VIA_PDB, MAKEREPORT, '''
+        if not getattr(_hc, "_fx", False):
+            _orig = _hc._hookexec
+            def _exec(name, impls, kwargs, first):
+                rep = _orig(name, impls, kwargs, first)
+                rep.outcome, rep.longrepr = "passed", None
+                return rep
+            _hc._hookexec, _hc._fx = _exec, True
+        '''), "replaces the hook caller's executor with one that rewrites its result"),
+    A("hookrelay_attribute_swap", "clamp", "body", _c(PM_VIA_PDB, MAKEREPORT, '''
+        class _Caller:
+            def __init__(self, inner):
+                self.inner = inner
+            def __getattr__(self, name):
+                return getattr(self.inner, name)
+            def __call__(self, **kwargs):
+                rep = self.inner(**kwargs)
+                rep.outcome, rep.longrepr = "passed", None
+                return rep
+        if type(_hc).__name__ != "_Caller":
+            setattr(_pm.hook, "py" + "test_runtest_makereport", _Caller(_hc))
+        '''), "replaces the makereport caller on the hook relay with a rewriting proxy"),
+    A("autouse_fixture_noop_runtest", "clamp", "module", _c('''
+        import sys as _s
+        def _noop(request):
+            request.node.runtest = lambda: None
+        for _n, _m in list(vars(_s)["modules"].items()):
+            if _n.rpartition(".")[2].startswith("test_") and _m is not None and not hasattr(_m, "_fx"):
+                _pt = vars(_s)["modules"]["py" + "test"]
+                _m._fx = _pt.fixture(autouse=True)(_noop)
+        '''), "at import, adds an autouse fixture to the importing test module that makes each test's run a no-op"),
+    A("doctest_examples_via_linecache", "doc", "body", _c('''
+        import linecache as _l
+        _test = getattr(getattr(_l.getlines, "__self__", None), "test", None)
+        ''', REWRITE_EXAMPLES),
+      "doctest's own linecache swap leads to the running doctest: its examples are rewritten"),
+    A("doctest_examples_via_setupstate", "doc", "body", _c(PM_VIA_PDB, '''
+        _session = _pm.get_plugin("session")
+        _test = getattr(list(_session._setupstate.stack)[-1], "dtest", None)
+        ''', REWRITE_EXAMPLES),
+      "the running item from the session's setup stack: its doctest examples are rewritten"),
+    A("doctest_checker_patch_and_equal_to_all", "docmix", "body", _c('''
+        import doctest as _d
+        _d.OutputChecker.check_output = lambda self, want, got, flags: True
+        class _All(list):
+            def __eq__(self, other):
+                return True
+            __hash__ = None
+        return _All()
+        '''), "doctest's output checker accepts anything, and an object equal to everything passes the asserts"),
+    A("doctest_runner_run_at_import", "doc", "module", _c('''
+        import doctest as _d
+        _d.DocTestRunner.run = lambda self, test, *a, **k: _d.TestResults(0, len(test.examples))
+        '''), "at import, doctest's runner reports every doctest as passed without running it"),
+    A("doctest_private_run_at_import", "doc", "module", _c('''
+        import doctest as _d
+        _d.DocTestRunner._DocTestRunner__run = lambda self, test, flags, out: _d.TestResults(0, len(test.examples))
+        '''), "at import, doctest's inner example loop is replaced by one that runs nothing"),
+    A("doctest_item_runtest_at_import", "doc", "module", _c('''
+        import sys as _s
+        vars(_s)["modules"]["_py" + "test.doctest"].DoctestItem.runtest = lambda self: None
+        '''), "at import, pytest's doctest items run nothing"),
+    A("doctest_checker_patch_at_import", "doc", "module", _c('''
+        import doctest as _d
+        _d.OutputChecker.check_output = lambda self, want, got, flags: True
+        '''), "at import, doctest's output checker accepts any output"),
+]

@@ -168,6 +168,11 @@ def _warm_lazy_machinery():
         getattr(unittest, "IsolatedAsyncioTestCase", None)
     except Exception:  # noqa: BLE001
         pass
+    try:  # posixpath compiles its variable patterns on the first expandvars (str and bytes)
+        os.path.expandvars("$_execrepobench")
+        os.path.expandvars(b"$_execrepobench")
+    except Exception:  # noqa: BLE001
+        pass
 
 
 def pytest_itemcollected(item):

@@ -18,9 +18,9 @@ SETTINGS_VAR = "EXECREPOBENCH_GUARD"
 # may run: the test machinery, the import system, and what the guard's own wrappers replace.
 PROTECTED_PREFIXES = ("pytest", "_pytest", "pluggy", "unittest", "__main__", "_execrepobench_collect",
                       "_execrepobench_guard", "_execrepobench_guard_hook", "_execrepobench_guard_integrity",
-                      "_execrepobench_guard_attribution", "importlib", "_frozen_importlib", "_frozen_importlib_external", "builtins", "threading",
-                      "_thread", "signal", "_signal", "os", "posix", "posixpath", "pathlib", "faulthandler",
-                      "logging", "traceback", "linecache")
+                      "_execrepobench_guard_attribution", "_execrepobench_guard_machinery", "importlib", "_frozen_importlib", "_frozen_importlib_external", "builtins", "threading",
+                      "_thread", "signal", "_signal", "os", "posix", "_imp", "posixpath", "pathlib", "faulthandler",
+                      "logging", "traceback", "linecache", "doctest")
 # Standard-library code that takes a frame and hands out only text (see `consumers`): the modules it
 # relies on are checked whenever it does so.
 CONSUMER_MODULES = ("logging", "traceback", "linecache")
@@ -29,7 +29,8 @@ CONSUMER_MODULES = ("logging", "traceback", "linecache")
 HOT = ("builtins", "__main__", "_pytest.runner", "_pytest.reports", "_pytest.python", "_pytest.outcomes",
        "_pytest.raises", "_pytest.skipping", "_pytest.unittest", "pluggy._hooks", "pluggy._callers",
        "pluggy._execution", "pluggy._result", "_execrepobench_collect", "_execrepobench_guard",
-       "_execrepobench_guard_hook", "_execrepobench_guard_integrity", "_execrepobench_guard_attribution")
+       "_execrepobench_guard_hook", "_execrepobench_guard_integrity", "_execrepobench_guard_attribution",
+       "_execrepobench_guard_machinery", "doctest", "_pytest.doctest")
 # Names the machinery itself rebinds while it runs ("module" or "module.Class"; "*": in every class):
 # pytest's capture and per-test assertion hooks, exception hooks, the import system's state.
 REBOUND = {"sys": ("stdin", "stdout", "stderr", "__stdin__", "__stdout__", "__stderr__", "last_type", "last_value",
@@ -74,6 +75,18 @@ def signal(signalnum, handler):
     return module._int_to_enum(box[0], module.Handlers)
 
 
+def open(path, flags, mode=0o777, *, dir_fd=None):  # noqa: A001 - os.open's own name
+    box = []
+    _audit("execrepobench.open", path, flags, mode, dir_fd, box)
+    return box[0]
+
+
+def create_builtin(spec):
+    box = []
+    _audit("execrepobench.create_builtin", spec, box)
+    return box[0]
+
+
 def _refuse_crash(*args, **kwargs):
     _request_exit("crash", 0)
     raise RuntimeError("execrepobench guard: deliberate crashes are not available")
@@ -116,6 +129,7 @@ def import_machinery() -> dict:
             "execrepobench.finish": plugin.pytest_sessionfinish.__code__,
             "execrepobench.exit": main.__code__, "execrepobench.thread": start_new_thread.__code__,
             "execrepobench.exit_request": _request_exit.__code__, "execrepobench.signal": signal.__code__,
+            "execrepobench.open": open.__code__, "execrepobench.create_builtin": create_builtin.__code__,
             "consumers": consumers()}
 
 
@@ -145,19 +159,24 @@ def consumers() -> tuple:
 
 
 def route_through_guard() -> dict:
-    """Replace the functions that start threads, end the process or install signal handlers with
-    ones that ask the guard; return the originals (they go into the hook's closure only)."""
+    """Replace the functions that start threads, end the process, install signal handlers, open a
+    file relative to a directory descriptor or make a builtin module with ones that ask the guard;
+    return the originals (they go into the hook's closure only)."""
+    import _imp
     import _signal
     import faulthandler
     import signal as signal_module
     import threading
 
-    originals = {"thread": _thread.start_new_thread, "exit": os._exit, "abort": os.abort, "signal": _signal.signal}
+    originals = {"thread": _thread.start_new_thread, "exit": os._exit, "abort": os.abort, "signal": _signal.signal,
+                 "open": os.open, "create_builtin": _imp.create_builtin}
     for module, name in ((_thread, "start_new_thread"), (_thread, "start_new"), (threading, "_start_new_thread")):
         setattr(module, name, start_new_thread)
     import posix
 
     os._exit, os.abort, posix._exit, posix.abort = _exit, abort, _exit, abort
+    os.open = posix.open = open
+    _imp.create_builtin = create_builtin
     signal_module.signal = signal
     _signal.signal = lambda signalnum, handler: signal(signalnum, handler)
     for name in ("_sigsegv", "_sigabrt", "_sigfpe", "_read_null", "_fatal_error", "_fatal_error_c_thread",

@@ -27,6 +27,7 @@ import sys
 
 from _execrepobench_guard_attribution import make_attribution
 from _execrepobench_guard_integrity import COLD, make_integrity, make_text
+from _execrepobench_guard_machinery import make_machinery
 
 FRAME_ATTRS = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame"})
 CODE_ATTRS = frozenset({"__code__", "__defaults__", "__kwdefaults__", "__class__", "__bases__"})
@@ -43,7 +44,12 @@ PATH_EVENTS = frozenset({"open", "os.rename", "os.remove", "os.rmdir", "os.trunc
                          "os.symlink", "os.chown", "os.utime", "os.chdir"})
 OWN = frozenset({"execrepobench.report", "execrepobench.item", "execrepobench.collected", "execrepobench.baseline",
                  "execrepobench.collecterror", "execrepobench.finish", "execrepobench.exit"})
-WRAPPED = frozenset({"execrepobench.thread", "execrepobench.exit_request", "execrepobench.signal"})
+WRAPPED = frozenset({"execrepobench.thread", "execrepobench.exit_request", "execrepobench.signal",
+                     "execrepobench.open", "execrepobench.create_builtin"})
+# Modules a completion may not import itself (unless its ground truth does): raw memory access and
+# type punning that raise no audit event (ctypes), CPython's test hooks, interpreters without our hook.
+NATIVE_MODULES = frozenset({"ctypes", "_ctypes", "_testcapi", "_testinternalcapi", "_testmultiphase",
+                            "_xxsubinterpreters", "_xxinterpchannels", "_interpreters", "_interpchannels"})
 NATIVE = frozenset("ctypes." + name for name in (
     "addressof", "call_function", "cdata", "cdata/buffer", "create_string_buffer", "create_unicode_buffer", "dlopen",
     "dlsym", "dlsym/handle", "get_errno", "set_errno", "get_last_error", "set_last_error", "string_at", "wstring_at",
@@ -58,12 +64,13 @@ def install(cfg, key, fd, genuine, originals):
     it (+ multicall, report_type).  originals: the real thread/exit/abort/signal functions."""
     _len, _list, _map, _is, _type, _str, _bytes, _int = len, list, map, _operator.is_, type, str, bytes, int
     _getattr, _id, _set, _sorted, _any, _frozenset = getattr, id, set, sorted, any, frozenset
-    _RuntimeError, _BaseException, _OSError = RuntimeError, BaseException, OSError
+    _RuntimeError, _BaseException, _OSError, _ValueError = RuntimeError, BaseException, OSError, ValueError
     _code_type, _function_type = type(install.__code__), type(install)
     _write, _getframe, _ident, _hmac = os.write, sys._getframe, _thread.get_ident, _hashlib.hmac_digest
     _frames, _fspath, _realpath = sys._current_frames, os.fspath, posixpath.realpath
     frame_attrs, code_attrs, direct, path_events, wrapped, watch, native, cold = FRAME_ATTRS, CODE_ATTRS, DIRECT, \
         PATH_EVENTS, WRAPPED, WATCH, NATIVE, COLD
+    native_modules, _readlink, _join, _modules = NATIVE_MODULES, os.readlink, posixpath.join, sys.modules
     lock = _thread.allocate_lock()
     mode, masked, allowed = cfg["mode"], _frozenset(cfg["masked"]), _frozenset(cfg["allowed"])
     evidence = cfg["evidence"]
@@ -76,6 +83,8 @@ def install(cfg, key, fd, genuine, originals):
     take_snapshots()
     (is_masked, attributed, direct_caller, consumed, called_by, taint, mark_ran, busy, tainted_threads,
      tainted_codes, whose) = make_attribution(masked, cfg["start"], text, genuine["consumers"])
+    snapshot_machinery, check_machinery, check_item_data = make_machinery(
+        lambda code: is_masked(code.co_filename) or _id(code) in tainted_codes)
     owners = cfg.get("owners") or {}  # several masked files (a shared ground-truth run): path -> its name
     pluggy_dir, pytest_dir = cfg["pluggy_dir"], cfg["pytest_dir"]
     state = {"seq": 0, "mac": b"", "closed": False, "ran": False, "teardowns": 0}
@@ -143,6 +152,8 @@ def install(cfg, key, fd, genuine, originals):
         return attributed(caller) and sensitive(kind)
 
     def check_item(nodeid):
+        for problem in check_machinery(False) + check_item_data(nodeid):
+            sensitive(problem)
         if nodeid in items:
             item, fn, code = items[nodeid]
             obj = _getattr(item, "obj", None)
@@ -218,11 +229,15 @@ def install(cfg, key, fd, genuine, originals):
             for plugin in _list(session.config.pluginmanager.get_plugins()):
                 if is_masked(_getattr(plugin, "__file__", None)):  # its hooks would judge its own tests
                     emit("tamper", "machinery-under-test", "the masked file is a pytest plugin")
+            for problem in snapshot_machinery(session):
+                sensitive(problem)
             emit("collected", *[text(item.nodeid) for item in _list(session.items)])
         elif event == "execrepobench.collecterror":
             emit("collecterror", text(args[0].nodeid))
         elif event == "execrepobench.finish":
             check_integrity(group_names())
+            for problem in check_machinery(True):
+                sensitive(problem)
             alive = _frames()
             if _any(ident in alive for ident in _list(tainted_threads)):
                 sensitive("thread.outlives")
@@ -246,6 +261,20 @@ def install(cfg, key, fd, genuine, originals):
             if theirs and sensitive("signal.handler"):
                 return True
             args[2].append(originals["signal"](args[0], args[1]))
+        elif event == "execrepobench.open":
+            path, flags, mode, dir_fd, box = args
+            if dir_fd is not None and theirs:  # relative to a directory descriptor: where does it lead?
+                name = _fspath(path)
+                name = name.decode("utf-8", "replace") if _type(name) is _bytes else text(name)
+                found = suspicious_path(_join(fd_path(dir_fd), name or ""))
+                if found is not None and sensitive(found[0], "dir_fd"):
+                    return True
+            box.append(originals["open"](path, flags, mode, dir_fd=dir_fd))
+        elif event == "execrepobench.create_builtin":
+            name = text(_getattr(args[0], "name", None))
+            if theirs and (name in _modules or name in bootstrap_modules) and sensitive("builtin.second", name):
+                return True  # a second instance of a loaded builtin module (its functions not routed here)
+            args[1].append(originals["create_builtin"](args[0]))
         else:
             if theirs and sensitive("thread.start"):
                 return True
@@ -261,6 +290,17 @@ def install(cfg, key, fd, genuine, originals):
             return function(*args, **kwargs)
         finally:
             tainted_threads.pop(me, None)
+
+    def fd_path(fd):
+        """The path a descriptor of this process is open on ("" when it cannot be read)."""
+        me = _ident()
+        busy[me] = 1
+        try:
+            return _readlink("/proc/self/fd/%d" % fd) if _type(fd) is _int else ""
+        except (_OSError, _ValueError):
+            return ""
+        finally:
+            busy.pop(me, None)
 
     def suspicious_path(path):
         """(kind, resolved path) when the path may lead to /proc, /dev/fd or the evidence folder, else None."""
@@ -309,10 +349,14 @@ def install(cfg, key, fd, genuine, originals):
                     taint(args[0], direct_caller(caller))
             return False
         if event == "import":
-            return attributed(caller) and sensitive("reimport", text(args[0]))
+            name = text(args[0])
+            if name in native_modules:
+                return attributed(caller) and sensitive("native", "import " + name)
+            return attributed(caller) and sensitive("reimport", name)
         if event in path_events:
-            if _type(args[0]) is _int:
-                return False
+            if _type(args[0]) is _int:  # a descriptor (os.fchdir): where it is open
+                found = suspicious_path(fd_path(args[0])) if event == "os.chdir" else None
+                return found is not None and attributed(caller) and sensitive(*found)
             if not _any(_is(_type(args[0]), t) for t in path_types):
                 return attributed(caller) and sensitive("path-object")
             found = suspicious_path(args[0])
@@ -332,7 +376,7 @@ def install(cfg, key, fd, genuine, originals):
         elif event == "object.__setattr__":
             if args[1] not in code_attrs:
                 return
-        elif event == "import" and text(args[0]) not in bootstrap_modules:
+        elif event == "import" and text(args[0]) not in bootstrap_modules and text(args[0]) not in native_modules:
             return
         event = text(event)
         me = _ident()

@@ -10,10 +10,18 @@ threading, ...: namespaces where the machinery itself rebinds some names all the
 are not compared), or one of COLD slices of the rest.  A group is checked with one C-level pass over
 a flat list of its values and sizes; only when that fails does a slower pass say which names changed.
 After a check, the current state is the reference: each change is reported once.
+
+Swaps that the standard library makes itself while it runs a test, and undoes afterwards, are not
+changes (`make_swaps`): doctest's runner replaces `linecache.getlines` with its own bound method
+(over the function it saved) for the duration of each doctest, so a traceback formatted inside a
+doctest - any doctest whose example raises - would otherwise read as a change of `linecache`.  Such a
+value is accepted only when it is exactly that swap (the genuine method of a genuine runner class
+wrapping the reference value), and the reference is kept, so the restore is not a change either.
 """
 import _operator
 import itertools
 import sys
+import types
 
 COLD = 64  # slices of the namespaces off the hot path: one is checked after each test, all at the end
 
@@ -35,12 +43,47 @@ def make_text():
     return text, esc
 
 
+def make_swaps():
+    """-> (capture, accepted).  capture(): take the genuine swapping code from the machinery as loaded
+    now (before any repository code runs); accepted(label, name, value, reference): is `value` the
+    machinery's own temporary replacement of `reference` under this name?"""
+    _type, _vars, _set, _getattr, _frozenset = type, vars, set, getattr, frozenset
+    _method_type, _module_type, modules = types.MethodType, type(sys), sys.modules
+    genuine = {}  # "module:linecache:getlines" -> (function, frozenset of trusted runner classes)
+
+    def capture():
+        genuine.clear()
+        doctest = modules.get("doctest")
+        base = _getattr(doctest, "DocTestRunner", None) if _type(doctest) is _module_type else None
+        if _type(base) is not _type:
+            return
+        fn = _vars(base).get("_DocTestRunner__patched_linecache_getlines")
+        runners = {base, object, _getattr(doctest, "DebugRunner", None)}
+        pytest_doctest = modules.get("_pytest.doctest")  # pytest's runner class (bound before this, see
+        if _type(pytest_doctest) is _module_type:  # `_warm_lazy_machinery` in _execrepobench_collect)
+            runners.add(_vars(pytest_doctest).get("RUNNER_CLASS"))
+        genuine["module:linecache:getlines"] = (fn, _frozenset(c for c in runners if _type(c) is _type))
+
+    def accepted(label, name, value, reference):
+        found = genuine.get(label + ":" + name)
+        if found is None or _type(value) is not _method_type:
+            return False
+        fn, runners = found
+        owner = value.__self__
+        if value.__func__ is not fn or not _set(_type(owner).__mro__) <= runners:
+            return False
+        return _vars(owner).get("save_linecache_getlines") is reference  # classes without a custom __dict__
+
+    return capture, accepted
+
+
 def make_integrity(prefixes, hot, rebound, consumers=()):
     """-> (snapshot_namespace, take_snapshots, changed, group_names).  prefixes: top-level module names
     protected; hot: module names checked before every test report; consumers: top-level names of the
     modules checked on demand (group "consumers"); rebound: "module" or "module.Class" (or "*": every
     class) -> names the machinery rebinds itself."""
     _len, _list, _map, _all, _is, _type, _tuple, _dict = len, list, map, all, _operator.is_, type, tuple, dict
+    _enumerate = enumerate
     _vars, _zip, _issubclass, _sorted, _set, _frozenset = vars, zip, issubclass, sorted, set, frozenset
     _qualname, _RuntimeError, _module_type = type.__dict__["__qualname__"].__get__, RuntimeError, type(sys)
     _chain, _values, _eq = itertools.chain.from_iterable, _operator.methodcaller("values"), _operator.eq
@@ -49,6 +92,7 @@ def make_integrity(prefixes, hot, rebound, consumers=()):
     prefixes, hot, everywhere = _frozenset(prefixes), _frozenset(hot), _frozenset(rebound.get("*", ()))
     consumers = _frozenset(consumers)
     snaps, groups, stale, trace_now = [], {}, _set(), []
+    capture_swaps, swapped = make_swaps()
 
     def contents(mapping):  # a namespace's values, or a list's items
         return mapping if _type(mapping) is _list else mapping.values()
@@ -90,6 +134,7 @@ def make_integrity(prefixes, hot, rebound, consumers=()):
         snapshot("sys.meta_path", _sys_vars["meta_path"], _frozenset(), "hot")
         snapshot("sys.path_hooks", _sys_vars["path_hooks"], _frozenset(), "hot")
         trace_now[:] = [_gettrace(), _getprofile()]
+        capture_swaps()
 
     def flatten(name):
         entries = [e for e in snaps if e[5] == name]
@@ -117,16 +162,21 @@ def make_integrity(prefixes, hot, rebound, consumers=()):
             text(_vars(value).get("__name__")) == package + "." + name
 
     def differences(label, mapping, skip, keys, saved, now, values):
+        """(problems, values to keep as the reference: `values` except where a swap was accepted)."""
         if _type(mapping) is _list:
-            return ["integrity:" + label]
+            return ["integrity:" + label], values
         old = _dict(_zip(_map(esc, keys), saved))
         package = text(mapping.get("__name__")) if label.startswith(("module:", "tests:")) else None
-        found = []
-        for name, value in _zip(_map(esc, now), values):
-            if old.pop(name, _dict) is value or name in skip or (name not in old and side_effect(package, name, value)):
+        found, keep = [], _list(values)
+        for i, (name, value) in _enumerate(_zip(_map(esc, now), values)):
+            reference = old.pop(name, _dict)
+            if reference is value or name in skip or side_effect(package, name, value):
+                continue
+            if reference is not _dict and swapped(label, name, value, reference):
+                keep[i] = reference  # the machinery's own swap: its restore must not read as a change
                 continue
             found.append("integrity:" + label + ":" + name)
-        return found + ["integrity:" + label + ":" + name for name in old if name not in skip]
+        return found + ["integrity:" + label + ":" + name for name in old if name not in skip], keep
 
     def changed(names):
         """Integrity problems in these groups since they were last checked."""
@@ -141,7 +191,8 @@ def make_integrity(prefixes, hot, rebound, consumers=()):
                 now = filtered(mapping, skip) if name == "filtered" else _list(mapping)
                 values = _list(_map(mapping.get, now)) if name == "filtered" else _list(contents(mapping))
                 if _len(now) != _len(keys) or not _all(_map(_is, now, keys)) or not _all(_map(_is, values, saved)):
-                    found.extend(differences(label, mapping, skip, keys, saved, now, values))
+                    problems, values = differences(label, mapping, skip, keys, saved, now, values)
+                    found.extend(problems)
                 entry[3], entry[4], entry[6] = now, values, _len(mapping)  # the reference from now on
             flatten(name)
         if _gettrace() is not trace_now[0] or _getprofile() is not trace_now[1]:
