@@ -3,6 +3,7 @@ another path and CPU-spinning processes running, must give byte-identical sample
 
     .venv/bin/python benchmarks/bench_identity.py --quickstart --out /tmp/identity [--load 4]
     .venv/bin/python benchmarks/bench_identity.py --out /tmp/identity --repo toolz --repo wsproto --repo xmltodict
+    .venv/bin/python benchmarks/bench_identity.py --out /tmp/identity --a out/full --repo toolz ...  # A: a build made before
 
 Each build runs `execrepobench build` in its own process with its own EXECREPOBENCH_CACHE (A quiet, B
 under `--load` spinners, each in a session of its own).  Prints, per build, the wall time, the
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+from dataclasses import replace
 import os
 import statistics
 import subprocess
@@ -47,19 +49,27 @@ def main() -> int:
     ap.add_argument("--manifest", type=Path, default=None, help="another manifest (default: the packaged default)")
     ap.add_argument("--repo", action="append", default=[], help="only these repositories (repeatable)")
     ap.add_argument("--load", type=int, default=4, help="CPU-spinning processes during the second build")
+    ap.add_argument("--a", type=Path, default=None,
+                    help="use this finished build (of the same manifest) as build A; with --repo, its repositories "
+                         "of that name are compared")
     args = ap.parse_args()
     manifest_args = (["--quickstart"] if args.quickstart else ["--manifest", str(args.manifest)] if args.manifest
                      else []) + [a for r in args.repo for a in ("--repo", r)]
     args.out.mkdir(parents=True, exist_ok=True)
-    wall = {"a": build(args.out / "a", args.out / "cache-a", manifest_args, 0),
-            "b": build(args.out / "b", args.out / "other-place" / "cache-b", manifest_args, args.load)}
-    opened = {k: open_dataset(args.out / k) for k in ("a", "b")}
-    raw = {k: (args.out / k / "samples.jsonl").read_bytes() for k in ("a", "b")}
+    folders = {"a": args.a or args.out / "a", "b": args.out / "b"}
+    wall = {"a": build(folders["a"], args.out / "cache-a", manifest_args, 0) if args.a is None else float("nan"),
+            "b": build(folders["b"], args.out / "other-place" / "cache-b", manifest_args, args.load)}
+    opened = {k: open_dataset(folders[k]) for k in ("a", "b")}
+    if args.a is not None and args.repo:  # the repositories B built, from A's folder
+        opened["a"] = replace(opened["a"], samples=tuple(s for s in opened["a"].samples if s.repo_name in args.repo),
+                              repositories=tuple(r for r in opened["a"].repositories if r.repo_name in args.repo))
+    raw = {k: b"".join((folders[k] / "repos" / name / "samples.jsonl").read_bytes()
+                       for name in sorted({s.repo_name for s in opened[k].samples})) for k in ("a", "b")}
     for k in ("a", "b"):
         print(f"build {k}: {wall[k]:.0f} s (load {0 if k == 'a' else args.load}), {len(opened[k].samples)} samples, "
               f"fingerprint {opened[k].fingerprint}, samples.jsonl sha256 {hashlib.sha256(raw[k]).hexdigest()[:16]}")
     same = raw["a"] == raw["b"] and opened["a"].fingerprint == opened["b"].fingerprint
-    print("samples.jsonl byte-identical:", raw["a"] == raw["b"], "| same fingerprint:",
+    print("samples (per repository files) byte-identical:", raw["a"] == raw["b"], "| same fingerprint:",
           opened["a"].fingerprint == opened["b"].fingerprint)
     da, db = repo_digests(opened["a"].samples), repo_digests(opened["b"].samples)
     for name in sorted(set(da) | set(db)):
