@@ -14,7 +14,7 @@ The `-official` variants reproduce, byte for byte, the official ExecRepoBench ev
 qwencoder-eval/base/benchmarks/ExecRepoBench; `EVAL_PY_BRANCHES` lists its model branches) with its budget rules
 (runner/official_budget.py): use them to compare with the paper's table.  The defaults leave out their stray
 newlines before the prompt and after the FIM middle token, the "##path##:" entry repeating the path in each file
-block, and the continuation prompt for families with FIM tokens (README "Prompts" lists every difference).
+block, and the continuation prompt for families with FIM tokens (docs/prompts.md lists every difference).
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Fair labels: honest wrong completions are `failed`, never `tampering` (README: the guard).
+"""Fair labels: honest wrong completions are `failed`, never `tampering` (docs/judging.md: fair labels).
 
 On a fixture repository with doctests, chained exceptions, lazily initialised module state and
 pytest's lazily initialised helpers (tests/honest_corpus.py), and on a real PyPI repository with
