@@ -111,9 +111,10 @@ def test_ground_truth_measurements_are_cpu_seconds_of_its_own_tests_the_most_ove
 
 
 def test_budgets_derive_from_the_measurements_at_judging_time():
-    m = _measurements(s1=(1.0, 2.0))
+    m = _measurements(s1=(0.2, 2.0))
     b = measured_budget("s1", ("t.py::a", "t.py::b"), m, factor=1.0)
-    assert b.run_s == time_budget(2.0 + 0.1 + 3.0) and b.collect_s == phase_budget(1.0) == PHASE_FLOOR_S
+    assert b.run_s == time_budget(2.0 + 0.1 + 3.0) and b.collect_s == phase_budget(0.2) == PHASE_FLOOR_S
+    assert phase_budget(1.0) == PHASE_FACTOR * 1.0  # collection's own time, once above the floor
     assert dict(b.tests) == {"t.py::a": TEST_FLOOR_S, "t.py::b": TEST_FACTOR * 3.0}  # each test its own
     assert b.phase_budgets() == {"collect": b.collect_s, "tests": dict(b.tests), "default": b.default_test_s}
     slower = measured_budget("s1", ("t.py::a", "t.py::b"), m, factor=2.0)  # a machine twice as slow
