@@ -8,6 +8,7 @@ from pathlib import Path
 
 from .cli_data import COMMANDS as DATA_COMMANDS
 from .cli_metric import COMMANDS as METRIC_COMMANDS
+from .cli_live import COMMANDS as LIVE_COMMANDS
 from .cli_prepare import COMMANDS as PREPARE_COMMANDS
 
 HARNESS_ERROR_EXIT = 3  # results were written, but some work failed for the harness's reasons
@@ -237,6 +238,7 @@ COMMANDS = {
 COMMANDS.update(DATA_COMMANDS)
 COMMANDS.update(METRIC_COMMANDS)
 COMMANDS.update(PREPARE_COMMANDS)
+COMMANDS.update(LIVE_COMMANDS)
 
 
 def main(argv: list[str] | None = None) -> int:

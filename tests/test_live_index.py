@@ -1,23 +1,15 @@
 """The index client: recorded PyPI answers (tests/data/index/) parsed, and served by a local HTTP server on
 127.0.0.1 the way PyPI serves them (PEP 691 content negotiation), with the on-disk cache and the errors."""
-import json
-import threading
 from datetime import datetime, timezone
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 
 import pytest
 
 from execrepobench.builder.live.index import (ACCEPT, IndexClient, IndexUnavailable, UnknownProject, parse_project,
                                               parse_time)
 from execrepobench.builder.live.window import Window, WindowError
+from local_index import LocalIndex, recorded
 
-RECORDED = Path(__file__).parent / "data" / "index"
 FETCHED = datetime(2026, 12, 2, tzinfo=timezone.utc)
-
-
-def recorded(name: str) -> dict:
-    return json.loads((RECORDED / f"{name}.json").read_text(encoding="utf-8"))
 
 
 def releases(name: str):
@@ -69,45 +61,9 @@ def test_window_checks_and_names():
         Window.of("2026-13-01", None, today=today)
 
 
-class _Index:
-    """A local index: serves tests/data/index/NAME.json at /simple/NAME/ as PEP 691 JSON, records requests."""
-
-    def __init__(self, content_type: str = ACCEPT, api_version: str | None = None) -> None:
-        self.requests: list[tuple[str, str]] = []
-        index = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self):  # noqa: N802 - the http.server API
-                index.requests.append((self.path, self.headers.get("Accept", "")))
-                name = self.path.strip("/").split("/")[-1]
-                if not (RECORDED / f"{name}.json").is_file():
-                    self.send_error(404)
-                    return
-                data = recorded(name)
-                if api_version:
-                    data["meta"]["api-version"] = api_version
-                body = json.dumps(data).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", content_type)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args):
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/simple/"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-
 @pytest.fixture()
 def index():
-    served = _Index()
+    served = LocalIndex()
     yield served
     served.close()
 
@@ -132,20 +88,20 @@ def test_client_errors(index, tmp_path):
     client = IndexClient(index.url, cache_dir=tmp_path / "cache")
     with pytest.raises(UnknownProject, match=r"no-such-project: no such project on the index .*HTTP 404"):
         client.project("no-such-project")
-    html = _Index(content_type="text/html")
+    html = LocalIndex(content_type="text/html")
     try:
         with pytest.raises(IndexUnavailable, match="answered text/html, not the JSON simple API"):
             IndexClient(html.url, cache_dir=tmp_path / "html").project("six")
     finally:
         html.close()
-    old = _Index(api_version="1.0")
+    old = LocalIndex(api_version="1.0")
     try:
         with pytest.raises(IndexUnavailable, match="API version 1.0 has no upload times"):
             IndexClient(old.url, cache_dir=tmp_path / "old").project("six")
         assert not (tmp_path / "old").exists()  # nothing unusable is cached
     finally:
         old.close()
-    dead = _Index()
+    dead = LocalIndex()
     url = dead.url
     dead.close()  # the port no longer answers
     with pytest.raises(IndexUnavailable, match="does not answer"):
