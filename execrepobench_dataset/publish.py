@@ -1,5 +1,6 @@
 """Publish builder output as a Hugging Face dataset folder and push it to the Hub. Layout: `README.md` (the card,
-`card.py`), `charts/*.png` (the statistics, linked from the card), `data/exec_repo_bench/test-*.parquet`,
+`card.py`), `charts/*.png` (the statistics, linked from the card), `data/exec_repo_bench/test-*.parquet` (a live
+snapshot's samples config is named after its window instead: `data/live-2026-11/test-*.parquet`),
 `data/repositories/train-*.parquet` (one repository record per row: pinned source, Python, lock, test command,
 license, manifest entry, and the repository's files: the context pool the samples name by path), optionally
 `data/repo_instruct/train-*.parquet`.  Nothing in the folder names a path of the machine that built it."""
@@ -134,7 +135,9 @@ def publish(samples_dir: Path, out_dir: Path, *, instruct_dir: Path | None = Non
             raise PublishError(f"{instruct_path}: not found")
         if (instruct_path.parent / "instruct_report.json").is_file():
             instruct_report = read_json(instruct_path.parent / "instruct_report.json")
-    names = [validate_config_name(n) for n in (SAMPLES_CONFIG, INSTRUCT_CONFIG, REPOS_CONFIG)]
+    live = report.get("live") if isinstance(report.get("live"), dict) else None
+    samples_name = str(live["window"]["config_name"]) if live else SAMPLES_CONFIG  # a snapshot: named after its window
+    names = [validate_config_name(n) for n in (samples_name, INSTRUCT_CONFIG, REPOS_CONFIG)]
     stats = compute_statistics(sample_records, records, report, count_tokens, tokenizer_name)
 
     out_dir.parent.mkdir(parents=True, exist_ok=True)
@@ -158,7 +161,7 @@ def publish(samples_dir: Path, out_dir: Path, *, instruct_dir: Path | None = Non
             splits.add(SplitInfo(name=split, num_bytes=num_bytes, num_examples=count))
             infos[name] = DatasetInfo(features=feats, splits=splits, download_size=size, dataset_size=num_bytes)
             configs.append({"config_name": name, "data_files": [{"split": split, "path": f"data/{name}/*.parquet"}],
-                            **({"default": True} if name == SAMPLES_CONFIG else {})})
+                            **({"default": True} if name == names[0] else {})})
             summary["configs"][name] = {"split": split, "num_examples": count, "bytes": size, "arrow_bytes": num_bytes,
                                         "files": sorted(p.name for p in folder.iterdir())}
         charts = write_charts(stats, tmp / CHARTS_DIR)
@@ -169,7 +172,7 @@ def publish(samples_dir: Path, out_dir: Path, *, instruct_dir: Path | None = Non
         inline = context_code_bytes(sample_records, records)
         card = render_card(meta, report, samples, records, fingerprint, instruct, instruct_report,
                            figures.markdown(stats, charts, CHARTS_DIR), sizes=summary["configs"], context=context,
-                           inline_context_bytes=inline)
+                           inline_context_bytes=inline, samples_config=names[0])
         summary["materialised_context_bytes"] = inline
         (tmp / "README.md").write_text(card, encoding="utf-8")
         summary["charts"] = [f"{CHARTS_DIR}/{c}" for c in charts.values()]
