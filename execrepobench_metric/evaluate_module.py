@@ -70,6 +70,8 @@ Args:
         `pip install execrepobench[ray]`): each node makes the environments it lacks from the
         repository records of `dataset` (or those kept with this cache's environments).
     ray_address: the Ray cluster: "auto", "HOST:PORT", or None (RAY_ADDRESS, else a local instance).
+    cutoff: a model's training cutoff, YYYY-MM-DD: only samples released after that day (their `release_date`,
+        recorded by live snapshots) are judged and scored; `cutoff` in the result says how many were kept.
 Raises:
     InputError (a ValueError) before anything is judged when any input is invalid: one message lists
     every bad item by index, sample id and field.
@@ -169,9 +171,9 @@ class ExecRepoBenchMetric(evaluate.Metric):
     def _compute(self, predictions, references, k=(1,), num_workers=None, timeout=None,
                  test_selection="judged", dataset=None, allow_exec=None, allow_weak_sandbox=False,
                  journal=None, use_cache=True, model_name="model", prepare=None, keep_artifacts=False,
-                 artifacts_dir=None, executor="local", ray_address=None):
+                 artifacts_dir=None, executor="local", ray_address=None, cutoff=None):
         return compute(predictions, references, k=k, num_workers=num_workers, timeout=timeout,
                        test_selection=test_selection, dataset=dataset, allow_exec=allow_exec,
                        allow_weak_sandbox=allow_weak_sandbox, journal=journal, use_cache=use_cache,
                        model_name=model_name, prepare=prepare, keep_artifacts=keep_artifacts,
-                       artifacts_dir=artifacts_dir, executor=executor, ray_address=ray_address)
+                       artifacts_dir=artifacts_dir, executor=executor, ray_address=ray_address, cutoff=cutoff)

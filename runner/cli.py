@@ -84,6 +84,12 @@ def build_exit_code(summary: dict) -> int:
     return 0 if totals["repos_ok"] else 1
 
 
+def _add_cutoff(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--cutoff", default=None, metavar="YYYY-MM-DD",
+                   help="a model's training cutoff: score only samples released after that day (live snapshots "
+                        "record each sample's release date); the report says how many were kept")
+
+
 def _add_evaluate(p: argparse.ArgumentParser) -> None:
     which = p.add_mutually_exclusive_group(required=True)
     which.add_argument("--samples", type=Path, help="samples.jsonl written by `build`")
@@ -106,6 +112,7 @@ def _add_evaluate(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model-name", default="model")
     p.add_argument("--keep-artifacts", action="store_true",
                    help="keep each run's evidence under OUT/artifacts/ (always kept for harness errors)")
+    _add_cutoff(p)
     _add_executor(p, "judging")
     p.add_argument("--no-progress", action="store_true")
 
@@ -117,6 +124,7 @@ def _run_evaluate(args: argparse.Namespace) -> int:
     from execrepobench_dataset.record import RecordError, read_jsonl
     from execrepobench.runner.report import table, write_error_results, write_results
     from execrepobench_metric.api import HarnessError, InputError, compute
+    from execrepobench_metric.cutoff import check_cutoff, describe, released_after
     from execrepobench_metric.engine import ExecutionNotAllowed
     from execrepobench_metric.executors import ExecutorUnavailable
     from execrepobench_metric.fills import null_fill
@@ -125,6 +133,8 @@ def _run_evaluate(args: argparse.Namespace) -> int:
 
     try:
         samples = list(read_jsonl(args.samples)) if args.samples else list(open_dataset(args.dataset).samples)
+        cutoff = check_cutoff(args.cutoff) if args.cutoff is not None else None
+        scored = [cutoff is None or released_after(s, cutoff) for s in samples]  # the others need no completion
         if args.reference_fill == "ground_truth":
             preds = [s.middle_code for s in samples]
         elif args.reference_fill == "null":
@@ -138,10 +148,10 @@ def _run_evaluate(args: argparse.Namespace) -> int:
                         raise InputError(f'{args.predictions}:{n}: expected {{"sample_id": str, "completion": str or '
                                          f'[str, ...]}}, got {line.strip()[:80]}')
                     by_id[rec["sample_id"]] = rec["completion"]
-            missing = [s.sample_id for s in samples if s.sample_id not in by_id]
+            missing = [s.sample_id for s, kept in zip(samples, scored) if kept and s.sample_id not in by_id]
             if missing:
                 raise InputError(f"{args.predictions}: no completion for {len(missing)} sample(s), e.g. {missing[:3]}")
-            preds = [by_id[s.sample_id] for s in samples]
+            preds = [by_id.get(s.sample_id, "") for s in samples]
         args.out.mkdir(parents=True, exist_ok=True)
         out = compute(preds, samples, k=args.k or [1], num_workers=args.workers, timeout=args.timeout,
                       test_selection=args.test_selection, allow_exec=True if args.allow_exec else None,
@@ -150,7 +160,8 @@ def _run_evaluate(args: argparse.Namespace) -> int:
                       # ray: the records beside --samples tell the nodes how to make the environments
                       dataset=args.dataset or (args.samples if args.executor == "ray" else None),
                       prepare=True if args.prepare else None, keep_artifacts=args.keep_artifacts,
-                      artifacts_dir=args.out / "artifacts", executor=args.executor, ray_address=args.ray_address)
+                      artifacts_dir=args.out / "artifacts", executor=args.executor, ray_address=args.ray_address,
+                      cutoff=cutoff)
     except HarnessError as exc:
         print(write_error_results(args.out, exc.result), file=sys.stderr)
         return HARNESS_ERROR_EXIT
@@ -159,6 +170,8 @@ def _run_evaluate(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     metrics = write_results(args.out, out, args.model_name)
+    if "cutoff" in metrics:
+        print(describe(metrics["cutoff"]))
     print(table(metrics))
     print(f"LaTeX: {metrics['latex']}")
     print(f"wrote {args.out}/results.jsonl, metrics.json, latex.txt, chart.png")
@@ -193,6 +206,7 @@ def _add_run(p: argparse.ArgumentParser) -> None:
     g.add_argument("--top-p", type=float, default=None, help="nucleus sampling (default 1.0)")
     g.add_argument("--seed", type=int, default=None, help="sampling seed (default 0; per sample derived from it)")
     g.add_argument("--max-new-tokens", type=int, default=None, help="generation budget per completion (default 512)")
+    _add_cutoff(p)
     g.add_argument("--tensor-parallel-size", type=int, default=None, help="vllm: GPUs to shard the model over")
     g.add_argument("--base-url", default=None,
                    help="openai: the server's URL, e.g. http://127.0.0.1:8000/v1 (default $OPENAI_BASE_URL)")
@@ -216,7 +230,7 @@ def _run_run(args: argparse.Namespace) -> int:
                        allow_exec=True if args.allow_exec else None, allow_weak_sandbox=args.allow_weak_sandbox,
                        progress=not args.no_progress, backend_options=options, template=args.template,
                        max_new_tokens=args.max_new_tokens, keep_artifacts=args.keep_artifacts,
-                       executor=args.executor, ray_address=args.ray_address)
+                       executor=args.executor, ray_address=args.ray_address, cutoff=args.cutoff)
     try:
         run(config)
     except (HarnessError, BuildFailed):  # run() wrote what it could and printed what failed

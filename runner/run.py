@@ -19,6 +19,7 @@ from pathlib import Path
 from execrepobench_dataset.context import ContextResolver
 from execrepobench_dataset.load import open_dataset
 from execrepobench_metric.api import HarnessError, compute
+from execrepobench_metric.cutoff import apply_cutoff, describe
 
 from .backends.base import get_backend
 from .generate import GenerateConfig, generate, read_generations
@@ -54,6 +55,7 @@ class RunConfig:
     keep_artifacts: bool = False  # keep every run's evidence under OUT/artifacts/
     executor: str = "local"  # where verification and judging run: "local" or "ray"
     ray_address: str | None = None  # with executor "ray": "auto", "HOST:PORT", None (RAY_ADDRESS / local instance)
+    cutoff: str | None = None  # YYYY-MM-DD: generate for and score only samples released after that day
 
 
 def _samples_path(config: RunConfig) -> Path:
@@ -130,6 +132,10 @@ def run(config: RunConfig) -> dict:
     samples, resolver = list(opened.samples), ContextResolver(opened.repositories)
     if not samples:
         raise ValueError(f"{samples_file}: no samples to evaluate (see the build report beside it)")
+    kept = None
+    if config.cutoff is not None:  # before generation: the dropped samples need no completion
+        _, samples, kept = apply_cutoff([[]] * len(samples), samples, config.cutoff)
+        print(describe(kept))
     options, render, stops, template = dict(config.backend_options), None, (), None
     if _needs_prompt(config.backend):
         render, stops, template = _prompting(config, options)
@@ -154,6 +160,8 @@ def run(config: RunConfig) -> dict:
     except HarnessError as exc:
         print(write_error_results(config.out, exc.result), file=sys.stderr)
         raise
+    if kept is not None:
+        result["cutoff"] = kept  # counted over every sample, not only those generated for
     metrics = write_results(config.out, result, f"{name} on {len(samples)} ExecRepoBench samples")
     print(table(metrics))
     print(f"LaTeX: {metrics['latex']}")
