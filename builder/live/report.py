@@ -6,7 +6,7 @@ from collections import Counter
 from .plan import NO_RELEASE, OK, STATUSES
 
 HOW_NEW = ("A sample's masked code is new when every non-blank line it touches was added or changed since the "
-           "candidate's baseline release (the newest release uploaded on or before the window's start date) in "
+           "candidate's baseline release (the newest release uploaded on or before the --after day) in "
            "the same file - difflib over the two sdists' files, lines compared without trailing whitespace; a file "
            "the baseline lacks is new as a whole - and its middle (stripped) occurs in no Python file of the "
            "baseline release (so code moved between files or re-indented is not new). The target is the newest release (highest version) whose sdist was uploaded in the "
