@@ -24,6 +24,8 @@ def add_live(p: argparse.ArgumentParser) -> None:
                    help="the package index's simple API (default: $EXECREPOBENCH_INDEX_URL, else "
                         "https://pypi.org/simple/)")
     p.add_argument("--out", type=Path, required=True, help="output folder: an ordinary builder folder")
+    p.add_argument("--baseline-timeout", type=float, default=300.0,
+                   help="seconds a baseline run may take before the candidate counts as suite_fails (default 300)")
     p.add_argument("--allow-weak-sandbox", action="store_true",
                    help="without bubblewrap, run baselines and verification in the weak mode instead of refusing")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
@@ -47,7 +49,7 @@ def run_live(args: argparse.Namespace) -> int:
                             candidates_name=args.candidates.name if args.candidates else "candidates.toml",
                             named=bool(args.candidate), limit=args.limit, samples_per_repo=args.samples_per_repo,
                             seed=args.seed, index_url=args.index_url, progress=not args.no_progress,
-                            allow_weak_sandbox=args.allow_weak_sandbox)
+                            allow_weak_sandbox=args.allow_weak_sandbox, baseline_timeout_s=args.baseline_timeout)
         summary = snapshot(config)
     except (WindowError, CandidateError, LiveInputError, SandboxUnavailable, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)

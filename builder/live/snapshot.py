@@ -52,6 +52,9 @@ class LiveConfig:
     index_url: str | None = None
     progress: bool = True
     allow_weak_sandbox: bool = False
+    # a baseline run longer than this fails the candidate (suite_fails): the benchmark keeps suites of about a
+    # minute, and a suite that hangs without its hand-written options (werkzeug's dev-server tests) stops sooner
+    baseline_timeout_s: float = 300.0
     build_options: Mapping[str, Any] = field(default_factory=dict)  # other BuildConfig fields (workers, ...)
 
 
@@ -142,7 +145,7 @@ def snapshot(config: LiveConfig) -> dict:
     manifest = Manifest(path=None, seed=config.seed, samples_per_repo=config.samples_per_repo, python=None,
                         repos=specs)
     build_config = BuildConfig(manifest=manifest, out=config.out, progress=config.progress,
-                               allow_weak_sandbox=config.allow_weak_sandbox,
+                               allow_weak_sandbox=config.allow_weak_sandbox, baseline_timeout_s=config.baseline_timeout_s,
                                regions={n: p.new_code for n, p in planned.items()},
                                sample_fields={n: p.fields for n, p in planned.items()}, **dict(config.build_options))
     summary = build(build_config)
