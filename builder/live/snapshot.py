@@ -141,6 +141,10 @@ def snapshot(config: LiveConfig) -> dict:
     client = IndexClient(config.index_url)
     asked = _ask(client, config)
     entries, planned = _plan_all(asked, config)
+    config.out.mkdir(parents=True, exist_ok=True)  # what planning found, kept should the build be interrupted
+    _write_json(config.out / LIVE_REPORT, {"window": config.window.to_dict(), "planned": sorted(planned),
+                                           "candidates": [e if "status" in e else {**e, "status": "building"}
+                                                          for e in entries]})
     specs = tuple(p.spec for p in planned.values())
     manifest = Manifest(path=None, seed=config.seed, samples_per_repo=config.samples_per_repo, python=None,
                         repos=specs)
