@@ -36,7 +36,7 @@ from .baseline import Baseline, BaselineError, CoverageError
 from .context import RepoContextIndex
 from .lock import EnvError
 from .manifest import Manifest, RepoSpec, with_resolution_date
-from .masking import MaskConfig, MaskResult, candidate_files, sample_masks, split
+from .masking import MaskConfig, MaskResult, Region, candidate_files, sample_masks, split
 from .mix import MIX_NAME, level_mask
 from .prepare import prepare
 from .records import with_files
@@ -79,6 +79,9 @@ class BuildConfig:
     # mutation adequacy: mutants of each verified ground truth judged, and the share its tests must kill
     mutants: int = 3
     min_mutant_kill: float = 0.5
+    # live snapshots, per repository name: where masks may lie (its new code) and fields every sample records
+    regions: Mapping[str, Region] = field(default_factory=dict)
+    sample_fields: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
 
 
 def _inputs_hash(spec: RepoSpec, config: BuildConfig, mask: MaskConfig, isolation: Isolation) -> str:
@@ -88,6 +91,9 @@ def _inputs_hash(spec: RepoSpec, config: BuildConfig, mask: MaskConfig, isolatio
             "oversample": config.oversample, "gt_runs": config.gt_runs, "guard": GUARD_RECORDING, "verify": VERIFY_SCHEME,
             "selection_floor": dict(config.selection_floor), "mix": MIX_NAME,
             "mutants": [config.mutants, config.min_mutant_kill], "context_tests": config.context_tests}
+    if spec.name in config.regions or spec.name in config.sample_fields:  # only live builds: other hashes unchanged
+        data.update(region=getattr(config.regions.get(spec.name), "digest", None),
+                    sample_fields=dict(config.sample_fields.get(spec.name, {})))
     encode = lambda o: dict(o) if isinstance(o, Mapping) else str(o)  # noqa: E731
     return hashlib.sha256(json.dumps(data, sort_keys=True, default=encode).encode()).hexdigest()[:20]
 
@@ -112,20 +118,23 @@ class MaskedRepo:
 
 
 def mask_repository(name: str, root: Path, seed: int, mask: MaskConfig, exclude: tuple[str, ...] = (),
-                    pool: dict[str, str] | None = None) -> MaskedRepo:
-    """Mask the repository's sources (not `exclude`: its test paths); context over `pool` (all .py files)."""
+                    pool: dict[str, str] | None = None, region: Region | None = None) -> MaskedRepo:
+    """Mask the repository's sources (not `exclude`: its test paths), inside `region` when given; context over
+    `pool` (all .py files)."""
     files = candidate_files(root, exclude=exclude)
     raw = {f: (root / f).read_bytes() for f in files}
-    return MaskedRepo(files, raw, sample_masks(raw, mask, seed, name), RepoContextIndex(pool or read_pool(root)))
+    return MaskedRepo(files, raw, sample_masks(raw, mask, seed, name, region), RepoContextIndex(pool or read_pool(root)))
 
 
 def make_samples(name: str, pinned: str, root: Path, env_key: str, seed: int, mask: MaskConfig,
                  baseline: Baseline | None, exclude: tuple[str, ...], pool: dict[str, str] | None = None,
-                 test_paths: tuple[str, ...] = ()) -> tuple[list[Sample], dict]:
-    """Mask the repository's sources (not its test paths' modules that define tests), attach ranked
-    context: the candidate samples (not yet verified) and the masking part of the report."""
+                 test_paths: tuple[str, ...] = (), region: Region | None = None,
+                 fields: Mapping[str, str] | None = None) -> tuple[list[Sample], dict]:
+    """Mask the repository's sources (not its test paths' modules that define tests; inside `region` when
+    given), attach ranked context: the candidate samples (not yet verified, each with `fields` set) and the
+    masking part of the report."""
     pool = pool if pool is not None else read_pool(root)
-    masked = mask_repository(name, root, seed, mask, modules_with_tests(root, test_paths), pool)
+    masked = mask_repository(name, root, seed, mask, modules_with_tests(root, test_paths), pool, region)
     raw, result, index, sources = masked.raw, masked.result, masked.index, masked.files
     samples = []
     for m in result.masks:
@@ -142,6 +151,7 @@ def make_samples(name: str, pinned: str, root: Path, env_key: str, seed: int, ma
             env_key=env_key, seed=seed, builder_version=__version__,
             test_command=baseline.test_command if baseline else (),
             excluded_tests=tuple(sorted(set(baseline.excluded if baseline else ()) | set(exclude))),
+            **dict(fields or {}),
         ))
     return samples, {
         "files": len(sources), "context_files": len(pool), "skipped_files": result.skipped_files,
@@ -202,7 +212,8 @@ def build_repo(spec: RepoSpec, config: BuildConfig, isolation: Isolation,
         def candidates_of(mask_config: MaskConfig) -> tuple[list[Sample], dict]:
             return make_samples(spec.name, fetched.pinned, fetched.root, prepared.env.key, config.manifest.seed,
                                 mask_config, prepared.baseline, tuple(spec.exclude_tests), context,
-                                prepared.spec.test_paths)
+                                prepared.spec.test_paths, config.regions.get(spec.name),
+                                config.sample_fields.get(spec.name))
 
         def more(needs: dict[str, int], round_: int) -> list[Sample]:  # extra candidates of short levels
             return [s for level, n in needs.items()

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
 from types import MappingProxyType
-from typing import Collection, Mapping, Optional
+from typing import Collection, Mapping, Optional, Protocol
 
 import tree_sitter_python
 from tree_sitter import Language, Node, Parser
@@ -110,6 +110,15 @@ class MaskConfig:
             raise ValueError(f"category_weights: unknown categories {sorted(bad)} or negative weight")
 
 
+class Region(Protocol):
+    """Where masks may lie (a live snapshot's new code): `rows[file]` are the 0-based rows masks may cover
+    (blank rows are neutral; files not named get no mask), `allows` the final word on one mask."""
+
+    rows: Mapping[str, frozenset[int]]
+
+    def allows(self, file: str, data: bytes, start_byte: int, end_byte: int) -> bool: ...
+
+
 @dataclass
 class MaskResult:
     masks: list[Mask]  # kinds in KINDS order, each in draw order
@@ -162,6 +171,11 @@ class _Source:
     lines: list[tuple[int, int, int]]  # non-blank lines: (row, first non-space char, end char)
     nodes: dict[str, list[Node]]  # category -> nodes, in document order
     pairs: dict[int, list[tuple[int, int]]] = field(default_factory=dict)  # cache for multi_line
+    # with a Region: bad[i] = non-blank rows before row i outside it (a row range is inside when none is)
+    bad: Optional[list[int]] = None
+
+    def inside(self, first_row: int, last_row: int) -> bool:
+        return self.bad is None or self.bad[last_row + 1] == self.bad[first_row]
 
     def byte(self, char_offset: int) -> int:
         return char_offset if len(self.text) == len(self.data) else len(self.text[:char_offset].encode())
@@ -185,9 +199,24 @@ def _category(node: Node) -> Optional[str]:
     return None if any(child.type in excluded for child in node.named_children) else category
 
 
-def _prepare(files: Mapping[str, bytes]) -> tuple[list[_Source], dict[str, str]]:
+def _restrict(src: _Source, rows: frozenset[int]) -> _Source:
+    """Only the lines and nodes of `src` that lie inside `rows` (blank rows do not count)."""
+    bad, count, non_blank = [0], 0, {row for row, _, _ in src.lines}
+    for row in range(src.last_row + 2):
+        count += row in non_blank and row not in rows
+        bad.append(count)
+    src.bad = bad
+    src.lines = [line for line in src.lines if line[0] in rows]
+    src.nodes = {c: kept for c, nodes in src.nodes.items()
+                 if (kept := [n for n in nodes if src.inside(n.start_point.row, n.end_point.row)])}
+    return src
+
+
+def _prepare(files: Mapping[str, bytes], region: Optional[Region] = None) -> tuple[list[_Source], dict[str, str]]:
     sources, skipped = [], {}
     for name in sorted(files):
+        if region is not None and not region.rows.get(name):
+            continue  # no row of this file may be masked
         data = files[name]
         try:
             text = data.decode("utf-8")
@@ -210,7 +239,8 @@ def _prepare(files: Mapping[str, bytes]) -> tuple[list[_Source], dict[str, str]]
             if category:
                 nodes[category].append(node)
         last_row = text.count("\n") - (1 if text.endswith("\n") else 0)
-        sources.append(_Source(name, data, text, last_row, lines, dict(nodes)))
+        src = _Source(name, data, text, last_row, lines, dict(nodes))
+        sources.append(src if region is None else _restrict(src, region.rows[name]))
     return sources, skipped
 
 
@@ -227,7 +257,8 @@ def _multi_line_pairs(src: _Source, config: MaskConfig) -> list[tuple[int, int]]
         for i, row in enumerate(rows):
             j = i + 1
             while j < len(rows) and rows[j] - row < config.max_multi_lines:
-                pairs.append((i, j))
+                if src.inside(row, rows[j]):
+                    pairs.append((i, j))
                 j += 1
         src.pairs[config.max_multi_lines] = pairs
     return src.pairs[config.max_multi_lines]
@@ -253,6 +284,10 @@ def _draw_multi_line(rng: random.Random, src: _Source, config: MaskConfig) -> Ma
 
 def _draw_span(rng: random.Random, src: _Source, config: MaskConfig) -> Mask:
     length = rng.randint(_span_min(config), min(config.max_span_chars, len(src.text)))
+    if src.bad is not None:  # restricted: start inside one of its lines (the Region checks the end)
+        _, first, last = rng.choice(src.lines)
+        start = min(rng.randint(first, last), len(src.text) - length)
+        return _random_mask(src, "span", start, start + length)
     start = rng.randint(0, len(src.text) - length)
     return _random_mask(src, "span", start, start + length)
 
@@ -278,7 +313,7 @@ def _draw_grammar(rng: random.Random, src: _Source, config: MaskConfig) -> Mask:
 _KIND_TABLE = MappingProxyType({
     "single_line": (lambda s, c: bool(s.lines), _draw_single_line),
     "multi_line": (lambda s, c: bool(_multi_line_pairs(s, c)), _draw_multi_line),
-    "span": (lambda s, c: len(s.text) >= _span_min(c), _draw_span),
+    "span": (lambda s, c: len(s.text) >= _span_min(c) and (s.bad is None or bool(s.lines)), _draw_span),
     "grammar": (lambda s, c: bool(_grammar_categories(s, c)), _draw_grammar),
 })
 
@@ -295,12 +330,15 @@ _FILTERS = (
     ("has_hash", lambda middle, seen, config: "#" in middle),
     ("duplicate", lambda middle, seen, config: middle in seen),
 )
+NOT_IN_REGION = "not_new"  # drop reason of a mask the Region refuses
 DROP_REASONS = tuple(reason for reason, _ in _FILTERS)
 
 
-def sample_masks(files: Mapping[str, bytes], config: MaskConfig, seed: int, repo_name: str) -> MaskResult:
-    """Draw the repository's masks: per kind, its quota of filtered, distinct middles."""
-    sources, skipped = _prepare(files)
+def sample_masks(files: Mapping[str, bytes], config: MaskConfig, seed: int, repo_name: str,
+                 region: Optional[Region] = None) -> MaskResult:
+    """Draw the repository's masks: per kind, its quota of filtered, distinct middles; with a `region`, only
+    masks inside it."""
+    sources, skipped = _prepare(files, region)
     result = MaskResult([], collections.Counter(), skipped, {})
     seen: set[str] = set()
     for kind, want in quotas(config.samples_per_repo, config.mix).items():
@@ -312,6 +350,9 @@ def sample_masks(files: Mapping[str, bytes], config: MaskConfig, seed: int, repo
             attempts += 1
             src = rng.choice(pool)
             mask = draw(rng, src, config)
+            if region is not None and not region.allows(src.name, src.data, mask.start_byte, mask.end_byte):
+                result.dropped[NOT_IN_REGION] += 1
+                continue
             middle = src.data[mask.start_byte:mask.end_byte].decode("utf-8")
             reason = next((r for r, rejects in _FILTERS if rejects(middle, seen, config)), None)
             if reason:

@@ -47,6 +47,9 @@ FIELD_DOCS = {
     "mutants_killed": "how many AST-level mutants of the ground truth (operator swaps, off-by-one constants, negated conditions, dropped return values) the judged tests failed",
     "mutants_total": "how many such mutants were judged (0: nothing in the middle to mutate); samples whose tests kill fewer than half are dropped",
     "excluded_tests": "tests never judged (failing or flaky in the baseline runs, or excluded by the manifest)",
+    "release_date": "live snapshots: upload time (ISO 8601, UTC) of the release the sample was masked in; empty otherwise",
+    "baseline_version": "live snapshots: the release the masked code is new against (empty: no earlier release)",
+    "baseline_date": "live snapshots: the baseline release's upload time (empty: no earlier release)",
 }
 REPO_FIELD_DOCS = {
     "repo_name": "repository name (the samples' `repo_name`)", "repo_source": "pinned source (as in the samples)",
@@ -115,11 +118,28 @@ def repository_rows(records: list[RepoRecord], report: dict, samples: list[dict]
     return rows
 
 
+def live_section(live: dict) -> list[str]:
+    """What a live snapshot is: its window, how "new" was decided, and what happened to each candidate."""
+    t = live.get("totals", {})
+    rows = [[e.get("candidate"), e.get("status"), (e.get("target") or {}).get("version", "-"),
+             ((e.get("target") or {}).get("uploaded") or "-")[:10], (e.get("baseline") or {}).get("version", "-"),
+             e.get("samples", 0)] for e in live.get("candidates", [])]
+    return ["## Live snapshot", "",
+            f"Config `{live['window']['config_name']}`: samples masked only in code released in the window - "
+            f"{live.get('window_text', '')}. Score a model on it only if its training data ends before the window "
+            "(`execrepobench evaluate --cutoff YYYY-MM-DD` keeps the samples released after a date).", "",
+            "How \"new\" was decided: " + str(live.get("how_new", "")), "",
+            f"{t.get('samples', 0)} samples from {t.get('projects_with_samples', 0)} of "
+            f"{t.get('with_release_in_window', 0)} candidate projects with a release in the window "
+            f"({t.get('candidates_asked', 0)} asked). Per candidate:", "",
+            *table(["candidate", "status", "target", "uploaded", "baseline", "samples"], rows)]
+
+
 def human_bytes(n: int) -> str:
     return f"{n / 2**20:.1f} MiB" if n >= 2**20 else f"{n / 2**10:.1f} KiB"
 
 
-def _context_section(context: str, sizes: dict, inline: int | None) -> list[str]:
+def _context_section(context: str, sizes: dict, inline: int | None, config: str = "exec_repo_bench") -> list[str]:
     """How the context is stored, the size per config and (`inline`) the bytes of context code materialised."""
     mib = {name: human_bytes(info.get("bytes", 0)) for name, info in sizes.items()}
     form = ("by reference: `context_paths` (+ `context_scores`) name the files, whose code is stored once per "
@@ -137,8 +157,8 @@ def _context_section(context: str, sizes: dict, inline: int | None) -> list[str]
                 [f"Context code inside the samples: {human_bytes(inline)} of text here; by reference the samples "
                  "would not carry it (each repository's files are stored once instead)." if context != "reference"
                  else f"Materialised in every sample (as the official release stores it), the samples' context would "
-                 f"add {human_bytes(inline)} of text to the `exec_repo_bench` rows (Arrow size "
-                 f"{human_bytes(sizes.get('exec_repo_bench', {}).get('arrow_bytes', 0))} by reference).", ""]
+                 f"add {human_bytes(inline)} of text to the `{config}` rows (Arrow size "
+                 f"{human_bytes(sizes.get(config, {}).get('arrow_bytes', 0))} by reference).", ""]
                 if inline is not None else [])]
 
 
@@ -172,13 +192,14 @@ def _instruct_section(instruct: dict, instruct_report: dict | None) -> list[str]
 
 def render_card(meta: dict, report: dict, samples: list[dict], records: list[RepoRecord], fingerprint: str,
                 instruct: dict | None, instruct_report: dict | None, statistics: list[str], sizes: dict,
-                context: str = "reference", inline_context_bytes: int | None = None, links: dict | None = None) -> str:
+                context: str = "reference", inline_context_bytes: int | None = None, links: dict | None = None,
+                samples_config: str = "exec_repo_bench") -> str:
     """The card: `instruct` is {records, repos, per_fill_type} of the published corpus (None without one);
     `statistics` the Markdown of `figures.markdown`; `sizes` the summary's configs (bytes per config); `links`
     {"dataset": Hub id, "metric": Space id, "code": URL}, those known."""
     import yaml
 
-    configs = (f"`exec_repo_bench` (split `test`, {len(samples)} samples), `repositories` (split `train`, "
+    configs = (f"`{samples_config}` (split `test`, {len(samples)} samples), `repositories` (split `train`, "
                f"{len(records)} repository records)")
     if instruct is not None:
         configs += (f", `repo_instruct` (split `train`, {instruct['records']} chat-formatted fill-in-the-middle "
@@ -189,7 +210,8 @@ def render_card(meta: dict, report: dict, samples: list[dict], records: list[Rep
              *table(["repository", "pinned source", "license", "python", "env key", "samples", "get the code"],
                     repository_rows(records, report, samples)),
              *licenses_section(records, None if meta.get("license") == "other" else meta.get("license")),
-             *_context_section(context, sizes, inline_context_bytes),
+             *(live_section(report["live"]) if isinstance(report.get("live"), dict) else []),
+             *_context_section(context, sizes, inline_context_bytes, samples_config),
              "## Fields", "", *table(["field", "meaning"], [[f"`{n}`", FIELD_DOCS.get(n, "see record.py")]
                                                            for n in features()]),
              "Config `repositories`:", "",
@@ -198,4 +220,5 @@ def render_card(meta: dict, report: dict, samples: list[dict], records: list[Rep
              *statistics]
     if instruct is not None:
         lines += _instruct_section(instruct, instruct_report)
-    return "\n".join([*lines, evaluation(links or {}), "## Citation", "", "```bibtex", CITATION, "```", ""])
+    usage = evaluation(links or {}).replace('"exec_repo_bench"', f'"{samples_config}"')
+    return "\n".join([*lines, usage, "## Citation", "", "```bibtex", CITATION, "```", ""])

@@ -24,6 +24,16 @@ SAMPLES_CONFIG, INSTRUCT_CONFIG, REPOS_CONFIG = "exec_repo_bench", "repo_instruc
 CONFIGS = {SAMPLES_CONFIG: "test", INSTRUCT_CONFIG: "train", REPOS_CONFIG: "train"}  # config -> its split
 SAMPLES_FILE, REPOS_FILE = "samples.jsonl", "repositories.jsonl"  # in a builder output folder
 _HUB_ID_RE = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
+# A live snapshot's samples config is named after its window (`live-2026-11`), in place of exec_repo_bench.
+LIVE_CONFIG_RE = re.compile(r"^live-[A-Za-z0-9][A-Za-z0-9_-]*$")
+
+
+def samples_config(folder: Path) -> str | None:
+    """The samples config of a published folder: exec_repo_bench, else its one live config; None if neither."""
+    if (folder / "data" / SAMPLES_CONFIG).is_dir():
+        return SAMPLES_CONFIG
+    live = [p.name for p in (folder / "data").glob("live-*") if p.is_dir() and LIVE_CONFIG_RE.match(p.name)]
+    return live[0] if len(live) == 1 else None
 
 
 class DatasetNotFound(FileNotFoundError):
@@ -93,7 +103,7 @@ def _snapshot(repo_id: str, revision: str | None, config: str = SAMPLES_CONFIG) 
     import huggingface_hub
     from huggingface_hub import errors
 
-    patterns = ["README.md", f"data/{config}/*", f"data/{REPOS_CONFIG}/*", MEASUREMENTS_FILE]
+    patterns = ["README.md", f"data/{config}/*", "data/live-*/*", f"data/{REPOS_CONFIG}/*", MEASUREMENTS_FILE]
     at = f" at revision {revision!r}" if revision else ""
     try:
         return Path(huggingface_hub.snapshot_download(repo_id=repo_id, repo_type="dataset", revision=revision,
@@ -122,10 +132,10 @@ def local_folder(dataset: str | Path, revision: str | None = None,
     if path.is_dir():
         if (path / SAMPLES_FILE).is_file():
             return path, "builder"
-        if (path / "data" / SAMPLES_CONFIG).is_dir():
+        if samples_config(path):
             return path, "published"
         raise DatasetNotFound(f"dataset {dataset}: a folder, but neither builder output ({SAMPLES_FILE}) nor a "
-                              f"published dataset (data/{SAMPLES_CONFIG}/)")
+                              f"published dataset (data/{SAMPLES_CONFIG}/ or one data/live-*/)")
     if isinstance(dataset, str) and _HUB_ID_RE.match(dataset) and not dataset.startswith((".", "/")):
         folder = _snapshot(dataset, revision, config)
         if not (folder / "data").is_dir():
@@ -162,8 +172,10 @@ def open_dataset(dataset: str | Path, revision: str | None = None, config: str |
     """Samples (of `config`, default `exec_repo_bench`) and repository records of `dataset` (see
     `local_folder`).  Raises `DatasetNotFound` (also for a config or revision it does not have) or
     `RecordError` naming the file and the record."""
-    config = config or SAMPLES_CONFIG
+    asked, config = config, config or SAMPLES_CONFIG
     folder, kind = local_folder(dataset, revision, config)
+    if asked is None and kind == "published":  # a live snapshot's only samples config is named after its window
+        config = samples_config(folder) or config
     _check_config(dataset, folder, kind, config)
     commit = None
     if kind == "published":
@@ -190,9 +202,9 @@ def open_dataset(dataset: str | Path, revision: str | None = None, config: str |
 
 
 def _config(config: str) -> str:
-    if config not in CONFIGS:
+    if config not in CONFIGS and not LIVE_CONFIG_RE.match(str(config)):
         raise ValueError(f"unknown config {config!r}: ExecRepoBench has the configs "
-                         f"{', '.join(repr(c) for c in CONFIGS)}")
+                         f"{', '.join(repr(c) for c in CONFIGS)} (and a live snapshot's `live-...`)")
     return config
 
 
@@ -202,15 +214,17 @@ def load(path_or_repo_id: str, config: str = SAMPLES_CONFIG, split: str | None =
     import datasets
 
     config = _config(config)
-    return datasets.load_dataset(str(path_or_repo_id), config, split=split or CONFIGS[config], **kwargs)
+    return datasets.load_dataset(str(path_or_repo_id), config, split=split or CONFIGS.get(config, "test"), **kwargs)
 
 
 def load_samples(path_or_repo_id: str, split: str | None = None, *, materialise_context: bool = False,
                  **kwargs: Any) -> list[Sample]:
-    """The `exec_repo_bench` rows as `Sample` records (validated again on the way back).  With
-    `materialise_context`, each sample's `context_code` is filled from the `repositories` config (the
-    self-contained form; the published rows name their context by path)."""
-    samples = [Sample.from_dict(row) for row in load(path_or_repo_id, SAMPLES_CONFIG, split, **kwargs)]
+    """The `exec_repo_bench` rows (a live snapshot's `live-...` rows, in a local folder) as `Sample` records
+    (validated again on the way back).  With `materialise_context`, each sample's `context_code` is filled
+    from the `repositories` config (the self-contained form; the published rows name their context by path)."""
+    folder = Path(str(path_or_repo_id)).expanduser()
+    config = (samples_config(folder) if folder.is_dir() else None) or SAMPLES_CONFIG
+    samples = [Sample.from_dict(row) for row in load(path_or_repo_id, config, split, **kwargs)]
     if not materialise_context:
         return samples
     resolver = ContextResolver(load_repositories(path_or_repo_id, **kwargs))

@@ -1,6 +1,8 @@
 """Publish builder output as a Hugging Face dataset folder and push it to the Hub. Layout: `README.md` (the card,
 `card.py`), `LICENSES.md` (each repository's license: the samples' code is theirs), `charts/*.png` (the
-statistics, linked from the card), `data/exec_repo_bench/test-*.parquet`, `data/repositories/train-*.parquet`
+statistics, linked from the card), `data/exec_repo_bench/test-*.parquet` (a live
+snapshot's samples config is named after its window instead: `data/live-2026-11/test-*.parquet`),
+`data/repositories/train-*.parquet`
 (one repository record per row: pinned source, Python, lock, test command, license, manifest entry, and the
 repository's files: the context pool the samples name by path), optionally `data/repo_instruct/train-*.parquet`.
 The parquet files are written by `datasets` as `push_to_hub` writes them (`hub_parquet.py`).  Samples that name
@@ -140,7 +142,9 @@ def publish(samples_dir: Path, out_dir: Path, *, instruct_dir: Path | None = Non
             raise PublishError(f"{instruct_path}: not found")
         if (instruct_path.parent / "instruct_report.json").is_file():
             instruct_report = read_json(instruct_path.parent / "instruct_report.json")
-    names = [validate_config_name(n) for n in (SAMPLES_CONFIG, INSTRUCT_CONFIG, REPOS_CONFIG)]
+    live = report.get("live") if isinstance(report.get("live"), dict) else None
+    samples_name = str(live["window"]["config_name"]) if live else SAMPLES_CONFIG  # a snapshot: named after its window
+    names = [validate_config_name(n) for n in (samples_name, INSTRUCT_CONFIG, REPOS_CONFIG)]
     stats = compute_statistics(sample_records, records, report, count_tokens, tokenizer_name)
 
     out_dir.parent.mkdir(parents=True, exist_ok=True)
@@ -170,7 +174,7 @@ def publish(samples_dir: Path, out_dir: Path, *, instruct_dir: Path | None = Non
             infos[name] = DatasetInfo(features=feats, splits=splits, download_size=written.file_bytes,
                                       dataset_size=written.arrow_bytes)
             configs.append({"config_name": name, "data_files": [{"split": split, "path": f"data/{name}/*.parquet"}],
-                            **({"default": True} if name == SAMPLES_CONFIG else {})})
+                            **({"default": True} if name == names[0] else {})})
             summary["configs"][name] = {"split": split, "num_examples": written.num_rows, "bytes": written.file_bytes,
                                         "arrow_bytes": written.arrow_bytes, "files": list(written.files)}
         shutil.rmtree(staging, ignore_errors=True)
@@ -187,7 +191,8 @@ def publish(samples_dir: Path, out_dir: Path, *, instruct_dir: Path | None = Non
         links = {"dataset": repo_id, "metric": metric_space, "code": code_url}
         card = render_card(meta, report, samples, records, fingerprint, instruct, instruct_report,
                            figures.markdown(stats, charts, CHARTS_DIR), sizes=summary["configs"], context=context,
-                           inline_context_bytes=inline, links=links)
+                           inline_context_bytes=inline, links=links,
+                           samples_config=names[0])
         (tmp / "LICENSES.md").write_text(licenses_file(records, license), encoding="utf-8")
         summary["materialised_context_bytes"] = inline
         (tmp / "README.md").write_text(card, encoding="utf-8")

@@ -75,6 +75,12 @@ class Sample:
     # off-by-one constants, negated conditions, dropped return values) its judged tests killed, of how many.
     mutants_killed: int = 0
     mutants_total: int = 0
+    # Live snapshots (`execrepobench live`): the target sdist's upload time (ISO 8601 UTC) and the baseline
+    # release the masked code is new against, with its upload time ("" for samples of other builds, and for
+    # the baseline of a project with no release before the window).
+    release_date: str = ""
+    baseline_version: str = ""
+    baseline_date: str = ""
 
     def __post_init__(self) -> None:
         validate(self)
@@ -126,7 +132,8 @@ class Sample:
 LEGACY_MEASURED_FIELDS = ("time_budget_s", "phase_budget_s")
 _LIST_FIELDS = ("test_command", "judged_tests", "excluded_tests", "guard_allowed", "context_paths")
 _STR_FIELDS = ("sample_id", "repo_name", "repo_source", "file_name", "prefix_code", "middle_code",
-               "suffix_code", "fill_type", "node_type", "env_key", "builder_version", "selection_rule")
+               "suffix_code", "fill_type", "node_type", "env_key", "builder_version", "selection_rule",
+               "release_date", "baseline_version", "baseline_date")
 
 
 def validate(sample: Sample) -> None:

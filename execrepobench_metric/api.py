@@ -21,6 +21,7 @@ from execrepobench_dataset.record import Sample
 from execrepobench_dataset.repo_record import RepoRecord
 
 from .budget import budgets_for
+from .cutoff import apply_cutoff
 from .engine import EngineConfig, judge_all, require_opt_in
 from .environments import environment_record
 from .evidence import default_root
@@ -105,7 +106,7 @@ def compute(predictions: Sequence[Any], references: Sequence[Any], *, k: Sequenc
             allow_weak_sandbox: bool = False, journal: str | Path | None = None, use_cache: bool = True,
             model_name: str = "model", progress: bool = True, prepare: bool | None = None,
             keep_artifacts: bool = False, artifacts_dir: str | Path | None = None, executor: str = "local",
-            ray_address: str | None = None) -> dict[str, Any]:
+            ray_address: str | None = None, cutoff: str | None = None) -> dict[str, Any]:
     """Judge every completion and score: see `KWARGS_DESCRIPTION` in evaluate_module.py.
 
     Before anything is judged, every sample's environment must be in this cache: missing ones are
@@ -114,10 +115,15 @@ def compute(predictions: Sequence[Any], references: Sequence[Any], *, k: Sequenc
     With `executor="ray"` (`ray_address`: "auto", "HOST:PORT", None for RAY_ADDRESS or a local instance)
     the judgements run as Ray tasks and each node makes the environments it lacks from the repository
     records (of `dataset`, else those kept with this cache's environments); nothing is prepared here.
+    With `cutoff` (YYYY-MM-DD) only samples released after that day (their `release_date`, recorded by live
+    snapshots) are judged and scored; the result's `cutoff` says how many were kept.
     Raises `HarnessError` (carrying the full result) when any verdict is `error`."""
     # Every input is checked before anything runs: one InputError names every bad item.
     completions, samples = check_inputs(predictions, references, dataset=dataset, test_selection=test_selection,
                                         k=k, load_dataset=_load_samples)
+    kept = None
+    if cutoff is not None:
+        completions, samples, kept = apply_cutoff(completions, samples, cutoff)
     artifacts = Path(artifacts_dir) if artifacts_dir else default_root()
     config = EngineConfig(judge=replace(JudgeConfig(), timeout_s=timeout, selection=test_selection),
                           allow_exec=allow_exec, allow_weak_sandbox=allow_weak_sandbox, use_cache=use_cache,
@@ -150,6 +156,8 @@ def compute(predictions: Sequence[Any], references: Sequence[Any], *, k: Sequenc
     result["suspicious"] = sum(1 for row in verdicts for v in row if v.suspicious)
     result["suspicious_passed"] = sum(1 for row in verdicts for v in row if v.suspicious and v.passed)
     result["suspicious_reasons"] = dict(flagged.most_common())
+    if kept is not None:
+        result["cutoff"] = kept
     result["artifacts_base"] = str(artifacts.parent)  # each row's `artifacts` is relative to it
     result["sandbox"] = verdicts[0][0].sandbox if verdicts and verdicts[0] else ""
     result["sandbox_note"] = note

@@ -78,6 +78,8 @@ Args:
     ray_address: the Ray cluster: "auto", "HOST:PORT", or None (RAY_ADDRESS, else a local instance).
     return_details: False (default): the scores only; True: `(scores, report)`, as code_eval returns
         `(pass_at_k, results)` (not inside `evaluate.combine`, which merges dicts).
+    cutoff: a model's training cutoff, YYYY-MM-DD: only samples released after that day (their `release_date`,
+        recorded by live snapshots) are judged and scored; `cutoff` in the result says how many were kept.
 Raises:
     InputError (a ValueError) before anything is judged when any input is invalid: one message lists
     every bad item by index, sample id and field.
@@ -183,12 +185,13 @@ class ExecRepoBenchMetric(evaluate.Metric):
     def _compute(self, predictions, references, k=(1,), num_workers=None, timeout=None,
                  test_selection="judged", dataset=None, allow_exec=None, allow_weak_sandbox=False,
                  journal=None, use_cache=True, model_name="model", prepare=None, keep_artifacts=False,
-                 artifacts_dir=None, executor="local", ray_address=None, return_details=False):
+                 artifacts_dir=None, executor="local", ray_address=None, return_details=False,
+                 cutoff=None):
         scores, report = split_result(compute(
             predictions, references, k=k, num_workers=num_workers, timeout=timeout, test_selection=test_selection,
             dataset=dataset, allow_exec=allow_exec, allow_weak_sandbox=allow_weak_sandbox, journal=journal,
             use_cache=use_cache, model_name=model_name, prepare=prepare, keep_artifacts=keep_artifacts,
-            artifacts_dir=artifacts_dir, executor=executor, ray_address=ray_address))
+            artifacts_dir=artifacts_dir, executor=executor, ray_address=ray_address, cutoff=cutoff))
         if report.get("sandbox_note"):  # the weak mode, accepted with allow_weak_sandbox=True: said, not hidden
             evaluate.logging.get_logger(__name__).warning(report["sandbox_note"])
         return (scores, report) if return_details else scores

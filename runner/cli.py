@@ -9,6 +9,7 @@ from pathlib import Path
 from .cli_compare import COMMANDS as COMPARE_COMMANDS
 from .cli_data import COMMANDS as DATA_COMMANDS
 from .cli_metric import COMMANDS as METRIC_COMMANDS
+from .cli_live import COMMANDS as LIVE_COMMANDS
 from .cli_prepare import COMMANDS as PREPARE_COMMANDS
 
 HARNESS_ERROR_EXIT = 3  # results were written, but some work failed for the harness's reasons
@@ -97,6 +98,12 @@ def build_exit_code(summary: dict) -> int:
     return 0 if totals["repos_ok"] else 1
 
 
+def _add_cutoff(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--cutoff", default=None, metavar="YYYY-MM-DD",
+                   help="a model's training cutoff: score only samples released after that day (live snapshots "
+                        "record each sample's release date); the report says how many were kept")
+
+
 def _add_evaluate(p: argparse.ArgumentParser) -> None:
     which = p.add_mutually_exclusive_group(required=True)
     which.add_argument("--samples", type=Path, help="samples.jsonl written by `build`")
@@ -121,6 +128,7 @@ def _add_evaluate(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model-name", default="model")
     p.add_argument("--keep-artifacts", action="store_true",
                    help="keep each run's evidence under OUT/artifacts/ (always kept for harness errors)")
+    _add_cutoff(p)
     _add_executor(p, "judging")
     p.add_argument("--no-progress", action="store_true")
 
@@ -132,6 +140,7 @@ def _run_evaluate(args: argparse.Namespace) -> int:
     from execrepobench_dataset.record import RecordError
     from execrepobench.runner.report import table, write_error_results, write_results
     from execrepobench_metric.api import HarnessError, InputError, compute
+    from execrepobench_metric.cutoff import check_cutoff, describe, released_after
     from execrepobench_metric.engine import ExecutionNotAllowed
     from execrepobench_metric.executors import ExecutorUnavailable
     from execrepobench_metric.fills import null_fill
@@ -143,6 +152,8 @@ def _run_evaluate(args: argparse.Namespace) -> int:
             raise InputError("--config and --revision choose what to read from a published dataset: give --dataset")
         opened = open_dataset(args.samples) if args.samples else open_dataset(args.dataset, args.revision, args.config)
         samples = list(opened.samples)
+        cutoff = check_cutoff(args.cutoff) if args.cutoff is not None else None
+        scored = [cutoff is None or released_after(s, cutoff) for s in samples]  # the others need no completion
         if args.reference_fill == "ground_truth":
             preds = [s.middle_code for s in samples]
         elif args.reference_fill == "null":
@@ -156,10 +167,10 @@ def _run_evaluate(args: argparse.Namespace) -> int:
                         raise InputError(f'{args.predictions}:{n}: expected {{"sample_id": str, "completion": str or '
                                          f'[str, ...]}}, got {line.strip()[:80]}')
                     by_id[rec["sample_id"]] = rec["completion"]
-            missing = [s.sample_id for s in samples if s.sample_id not in by_id]
+            missing = [s.sample_id for s, kept in zip(samples, scored) if kept and s.sample_id not in by_id]
             if missing:
                 raise InputError(f"{args.predictions}: no completion for {len(missing)} sample(s), e.g. {missing[:3]}")
-            preds = [by_id[s.sample_id] for s in samples]
+            preds = [by_id.get(s.sample_id, "") for s in samples]
         args.out.mkdir(parents=True, exist_ok=True)
         out = compute(preds, samples, k=args.k or [1], num_workers=args.workers, timeout=args.timeout,
                       test_selection=args.test_selection, allow_exec=True if args.allow_exec else None,
@@ -169,7 +180,8 @@ def _run_evaluate(args: argparse.Namespace) -> int:
                       dataset=(args.dataset if not args.revision else opened.folder) if args.dataset
                       else (args.samples if args.executor == "ray" else None),
                       prepare=True if args.prepare else None, keep_artifacts=args.keep_artifacts,
-                      artifacts_dir=args.out / "artifacts", executor=args.executor, ray_address=args.ray_address)
+                      artifacts_dir=args.out / "artifacts", executor=args.executor, ray_address=args.ray_address,
+                      cutoff=cutoff)
     except HarnessError as exc:
         print(write_error_results(args.out, exc.result), file=sys.stderr)
         return HARNESS_ERROR_EXIT
@@ -185,6 +197,8 @@ def _run_evaluate(args: argparse.Namespace) -> int:
               "reference_fill": args.reference_fill, "k": list(args.k or [1]), "test_selection": args.test_selection,
               "timeout_s": args.timeout, "executor": args.executor}
     metrics = write_results(args.out, out, args.model_name, run=record)
+    if "cutoff" in metrics:
+        print(describe(metrics["cutoff"]))
     print(table(metrics, tuple(args.k or [1])))
     print(f"LaTeX: {metrics['latex']}")
     print(f"wrote {args.out}/results.jsonl, metrics.json, latex.txt, chart.png")
@@ -234,6 +248,7 @@ def _add_run(p: argparse.ArgumentParser) -> None:
     g.add_argument("--top-p", type=float, default=None, help="nucleus sampling (default 1.0)")
     g.add_argument("--seed", type=int, default=None, help="sampling seed (default 0; per sample derived from it)")
     g.add_argument("--max-new-tokens", type=int, default=None, help="generation budget per completion (default 512)")
+    _add_cutoff(p)
     g.add_argument("--tensor-parallel-size", type=int, default=None, help="vllm: GPUs to shard the model over")
     g.add_argument("--max-model-len", type=int, default=None,
                    help="vllm: the engine's context length; every prompt backend fits its prompts to it")
@@ -272,7 +287,7 @@ def _run_run(args: argparse.Namespace) -> int:
                        allow_exec=True if args.allow_exec else None, allow_weak_sandbox=args.allow_weak_sandbox,
                        progress=not args.no_progress, backend_options=options, template=args.template,
                        max_new_tokens=args.max_new_tokens, keep_artifacts=args.keep_artifacts,
-                       executor=args.executor, ray_address=args.ray_address)
+                       executor=args.executor, ray_address=args.ray_address, cutoff=args.cutoff)
     try:
         run(config)
     except (HarnessError, BuildFailed):  # run() wrote what it could and printed what failed
@@ -296,6 +311,7 @@ COMMANDS.update(DATA_COMMANDS)
 COMMANDS.update(METRIC_COMMANDS)
 COMMANDS.update(PREPARE_COMMANDS)
 COMMANDS.update(COMPARE_COMMANDS)
+COMMANDS.update(LIVE_COMMANDS)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -25,6 +25,7 @@ from pathlib import Path
 from execrepobench_dataset.load import OpenedDataset, open_dataset
 from execrepobench_dataset.version import __version__
 from execrepobench_metric.api import HarnessError, compute
+from execrepobench_metric.cutoff import apply_cutoff, describe
 
 from .backends.base import get_backend
 from .dataset_source import dataset_record, stratified_subset
@@ -69,6 +70,7 @@ class RunConfig:
     keep_artifacts: bool = False  # keep every run's evidence under OUT/artifacts/
     executor: str = "local"  # where verification and judging run: "local" or "ray"
     ray_address: str | None = None  # with executor "ray": "auto", "HOST:PORT", None (RAY_ADDRESS / local instance)
+    cutoff: str | None = None  # YYYY-MM-DD: generate for and score only samples released after that day
 
 
 def open_source(config: RunConfig) -> OpenedDataset:
@@ -175,6 +177,10 @@ def run(config: RunConfig) -> dict:
     samples, resolver = stratified_subset(opened.samples, config.limit), opened.resolver
     if not samples:
         raise ValueError(f"{opened.name}: no samples to evaluate (see the build report beside it)")
+    kept = None
+    if config.cutoff is not None:  # before generation: the dropped samples need no completion
+        _, samples, kept = apply_cutoff([[]] * len(samples), samples, config.cutoff)
+        print(describe(kept))
     options, render, stops, template = dict(config.backend_options), None, (), None
     check_engine_options(config.backend, options)
     if _needs_prompt(config.backend):
@@ -201,6 +207,8 @@ def run(config: RunConfig) -> dict:
     except HarnessError as exc:
         print(write_error_results(config.out, exc.result), file=sys.stderr)
         raise
+    if kept is not None:
+        result["cutoff"] = kept  # counted over every sample, not only those generated for
     record = {"command": "run", "package_version": __version__,
               "dataset": dataset_record(opened, samples, config.limit), "backend": config.backend,
               "model": config.model, **getattr(backend, "model_source", {}), "template": template,

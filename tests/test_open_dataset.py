@@ -37,8 +37,8 @@ def test_every_form_gives_the_same_records_and_fingerprint(forms, monkeypatch, c
                                                      ("file", build / "samples.jsonl"), ("hub", "me/execrepobench"))}
     assert [o.kind for o in opened.values()] == ["builder", "published", "samples-file", "published"]
     assert calls == [{"repo_id": "me/execrepobench", "repo_type": "dataset", "revision": None,
-                      "allow_patterns": ["README.md", "data/exec_repo_bench/*", "data/repositories/*",
-                                         "measurements.jsonl"]}]
+                      "allow_patterns": ["README.md", "data/exec_repo_bench/*", "data/live-*/*",
+                                         "data/repositories/*", "measurements.jsonl"]}]
     expected = dataset_fingerprint(SAMPLES, RECORDS)
     for name, o in opened.items():
         assert sorted(o.samples, key=lambda s: s.sample_id) == sorted(SAMPLES, key=lambda s: s.sample_id), name

@@ -1,0 +1,269 @@
+"""A candidate's test requirements, from what its sdist declares: no hand-written manifest entry.
+
+The builder's lock already installs the project with its extras and PEP 735 groups named test/tests/testing
+(`lock.detect_test_extras`).  Beyond those, `declared_test_requirements` reads:
+
+- extras and dependency groups whose names mention tests (`test-extras`, `tests_require`...), and those that
+  tox's `[testenv] extras` or a nox test session's `.[...]` install;
+- requirement files for tests (`requirements-test*.txt`, `test-requirements.txt`, `requirements/test*.txt`,
+  `tests/requirements*.txt`, ...), following `-r` includes inside the sdist;
+- tox's `[testenv] deps` (tox.ini, setup.cfg's `[testenv]`, pyproject's `legacy_tox_ini`, tox.toml or
+  `[tool.tox.env_run_base]`): lines without a factor condition (`py311: ...`);
+- nox's test sessions (`noxfile.py`, functions whose name mentions tests): `session.install("...")` literals.
+
+Only when none of these says anything, the same sources named `dev` are read instead.  Markers are
+evaluated for this interpreter (the lock is for it); tooling that is no test dependency (tox, linters, type
+checkers, doc builders, pytest-randomly which reorders the tests) and the project itself are left out.
+`imported_test_modules` lists what the test files import at module level that neither the standard
+library nor the sdist provides: requirements nobody declared (funcy's tests import `whatever`).
+"""
+from __future__ import annotations
+
+import ast
+import configparser
+import email.parser
+import re
+import sys
+from pathlib import Path
+from typing import Iterable
+
+from packaging.markers import default_environment
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
+
+from ..lock import TEST_EXTRA_NAMES
+from ..testconfig import read_toml
+
+TOOLING = frozenset({"tox", "nox", "pre-commit", "twine", "build", "wheel", "check-manifest", "codecov", "coveralls",
+                     "mypy", "ruff", "black", "isort", "flake8", "pylint", "pycodestyle", "pyright", "pytest-randomly",
+                     "pytest-xdist", "pytest-sugar", "sphinx", "bump2version", "bumpversion", "towncrier", "ipdb",
+                     "readme-renderer", "pip-tools", "setuptools-scm", "tox-uv", "nox-uv", "coverage", "uv"})
+TOOLING_PREFIXES = ("flake8-", "sphinx", "types-", "mypy-", "pytest-mypy", "pylint-")
+REQUIREMENT_FILES = ("requirements-test*.txt", "requirements_test*.txt", "test-requirements*.txt",
+                     "test_requirements*.txt", "requirements/test*.txt", "requirements/*test*.txt",
+                     "tests/requirements*.txt", "test/requirements*.txt", "ci/requirements-test*.txt")
+DEV_FILES = ("requirements-dev*.txt", "requirements_dev*.txt", "dev-requirements*.txt", "dev.requirements*.txt",
+             "requirements/dev*.txt")
+# module imported by tests -> its distribution, where the names differ
+MODULE_DISTRIBUTIONS = {"yaml": "pyyaml", "dateutil": "python-dateutil", "jwt": "pyjwt", "PIL": "pillow",
+                        "bs4": "beautifulsoup4", "attr": "attrs", "Crypto": "pycryptodome", "OpenSSL": "pyopenssl",
+                        "serial": "pyserial", "google": "protobuf", "sklearn": "scikit-learn", "dns": "dnspython",
+                        "git": "gitpython", "magic": "python-magic", "slugify": "python-slugify", "jose": "python-jose",
+                        "multipart": "python-multipart", "dotenv": "python-dotenv", "lxml": "lxml"}
+_FACTOR = re.compile(r"^[\w.{},!\- ]+:\s")
+_TESTISH = re.compile(r"test", re.I)
+
+
+def _is_testish(name: str) -> bool:
+    return bool(_TESTISH.search(name)) and canonicalize_name(name) not in TEST_EXTRA_NAMES
+
+
+def _requirement(line: str) -> Requirement | None:
+    """A PEP 508 line as a Requirement whose marker holds here (None when it does not, or is no requirement)."""
+    try:
+        req = Requirement(line.strip())
+    except InvalidRequirement:
+        return None
+    if req.marker is not None and not req.marker.evaluate({**default_environment(), "extra": ""}):
+        return None
+    return req
+
+
+def _extras(root: Path) -> dict[str, list[str]]:
+    """extra name -> its requirement lines, from PKG-INFO, pyproject.toml and setup.cfg."""
+    found: dict[str, list[str]] = {}
+    pkg_info = root / "PKG-INFO"
+    if pkg_info.is_file():
+        msg = email.parser.Parser().parsestr(pkg_info.read_text(encoding="utf-8", errors="replace"), headersonly=True)
+        for line in msg.get_all("Requires-Dist") or []:
+            try:
+                req = Requirement(line)
+            except InvalidRequirement:
+                continue
+            for extra in msg.get_all("Provides-Extra") or []:
+                marker = req.marker
+                if marker is not None and marker.evaluate({**default_environment(), "extra": extra}) and \
+                        not marker.evaluate({**default_environment(), "extra": ""}):
+                    found.setdefault(extra, []).append(str(Requirement(str(req).split(";")[0])))
+    for extra, lines in (read_toml(root / "pyproject.toml").get("project", {}).get("optional-dependencies") or {}).items():
+        found.setdefault(extra, list(lines) if isinstance(lines, list) else [])
+    parser = configparser.ConfigParser(interpolation=None)
+    try:
+        parser.read(root / "setup.cfg", encoding="utf-8")
+        if parser.has_section("options.extras_require"):
+            for extra, value in parser.items("options.extras_require"):
+                found.setdefault(extra, [v for v in re.split(r"[\n;]", value) if v.strip()])
+    except (configparser.Error, UnicodeDecodeError):
+        pass
+    return found
+
+
+def _groups(root: Path) -> dict[str, list[str]]:
+    """PEP 735 group name -> its requirement lines (include-group resolved)."""
+    groups = read_toml(root / "pyproject.toml").get("dependency-groups") or {}
+
+    def resolve(name: str, seen: tuple[str, ...]) -> list[str]:
+        out = []
+        for item in groups.get(name, []) if isinstance(groups.get(name), list) else []:
+            if isinstance(item, str):
+                out.append(item)
+            elif isinstance(item, dict) and isinstance(item.get("include-group"), str) and item["include-group"] not in seen:
+                out += resolve(item["include-group"], (*seen, item["include-group"]))
+        return out
+    return {name: resolve(name, (name,)) for name in groups if isinstance(name, str)}
+
+
+def _requirement_file(path: Path, root: Path, depth: int = 0) -> list[str]:
+    """Requirement lines of a pip requirements file, `-r` includes followed inside `root`."""
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return []
+    out = []
+    for raw in text.splitlines():
+        line = raw.split(" #", 1)[0].strip()
+        include = re.match(r"^(?:-r|--requirement)\s*=?\s*(\S+)$", line)
+        if include and depth < 5:
+            target = (path.parent / include[1].replace("{toxinidir}", str(root))).resolve()
+            if target.is_relative_to(root.resolve()):
+                out += _requirement_file(target, root, depth + 1)
+        elif line and not line.startswith(("-", "#", ".", "/")):
+            out.append(line)
+    return out
+
+
+def _files(root: Path, patterns: Iterable[str]) -> list[str]:
+    return [line for pattern in patterns for path in sorted(root.glob(pattern)) if path.is_file()
+            for line in _requirement_file(path, root)]
+
+
+def _tox(root: Path) -> tuple[list[str], list[str]]:
+    """(deps lines of tox's base test environment, extras it installs)."""
+    tox = read_toml(root / "pyproject.toml").get("tool", {}).get("tox", {})
+    tox = tox if isinstance(tox, dict) else {}
+    text = ""
+    if (root / "tox.ini").is_file():
+        text = (root / "tox.ini").read_text(encoding="utf-8", errors="replace")
+    elif isinstance(tox.get("legacy_tox_ini"), str):
+        text = tox["legacy_tox_ini"]
+    elif (root / "tox.toml").is_file() or "env_run_base" in tox:
+        base = (read_toml(root / "tox.toml") if (root / "tox.toml").is_file() else tox).get("env_run_base", {})
+        base = base if isinstance(base, dict) else {}
+        return (_expand([d for d in base.get("deps", []) if isinstance(d, str)], root),
+                [e for e in base.get("extras", []) if isinstance(e, str)])
+    elif (root / "setup.cfg").is_file():
+        text = (root / "setup.cfg").read_text(encoding="utf-8", errors="replace")  # tox reads its [testenv]
+    parser = configparser.ConfigParser(interpolation=None)
+    try:
+        parser.read_string(text)
+    except (configparser.Error, UnicodeDecodeError):
+        return [], []
+    if not parser.has_section("testenv"):
+        return [], []
+    lines = [line.strip() for line in parser.get("testenv", "deps", fallback="").splitlines()]
+    extras = [e.strip() for e in re.split(r"[,\n]", parser.get("testenv", "extras", fallback="")) if e.strip()]
+    return (_expand([line for line in lines if line and not _FACTOR.match(line) and "{[" not in line], root),
+            [e for e in extras if re.fullmatch(r"[\w.-]+", e)])
+
+
+def _expand(lines: list[str], root: Path) -> list[str]:
+    out = []
+    for line in lines:
+        include = re.match(r"^-r\s*(\S+)$", line)
+        if include:
+            out += _requirement_file((root / include[1].replace("{toxinidir}/", "").replace("{toxinidir}", "")), root)
+        elif not line.startswith(("-", ".")):
+            out.append(line)
+    return out
+
+
+def _nox(root: Path) -> tuple[list[str], list[str]]:
+    """(requirement literals a nox test session installs, extras it installs with `.[...]`)."""
+    try:
+        tree = ast.parse((root / "noxfile.py").read_text(encoding="utf-8", errors="replace"))
+    except (OSError, SyntaxError, ValueError):
+        return [], []
+    deps, extras = [], []
+    for fn in (n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and _TESTISH.search(n.name)):
+        for call in (c for c in ast.walk(fn) if isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute)
+                     and c.func.attr == "install"):
+            args = [a.value for a in call.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+            for i, arg in enumerate(args):
+                if m := re.fullmatch(r"(?:-e\s*)?\.\[([\w,.-]+)\]", arg):
+                    extras += m[1].split(",")
+                elif i and args[i - 1] in ("-r", "--requirement"):
+                    deps += _requirement_file(root / arg, root)
+                elif not arg.startswith(("-", ".")):
+                    deps.append(arg)
+    return deps, extras
+
+
+def _keep(lines: Iterable[str], project: str) -> list[str]:
+    """Requirements that hold here and are test dependencies, first mention of each name, markers dropped."""
+    out, seen = [], {canonicalize_name(project)}
+    for line in lines:
+        req = _requirement(line)
+        if req is None:
+            continue
+        name = canonicalize_name(req.name)
+        if name in seen or name in TOOLING or name.startswith(TOOLING_PREFIXES):
+            continue
+        seen.add(name)
+        req.marker = None
+        out.append(str(req))
+    return out
+
+
+def project_name(root: Path) -> str:
+    pkg_info = root / "PKG-INFO"
+    if pkg_info.is_file():
+        msg = email.parser.Parser().parsestr(pkg_info.read_text(encoding="utf-8", errors="replace"), headersonly=True)
+        if msg.get("Name"):
+            return msg["Name"]
+    return str(read_toml(root / "pyproject.toml").get("project", {}).get("name") or root.name)
+
+
+def declared_test_requirements(root: Path) -> tuple[str, ...]:
+    """The test requirements `root`'s sdist declares beyond its test/tests/testing extras and groups."""
+    extras, groups = _extras(root), _groups(root)
+    tox_deps, tox_extras = _tox(root)
+    nox_deps, nox_extras = _nox(root)
+    named = {canonicalize_name(e) for e in [*tox_extras, *nox_extras]}
+    lines = [line for name, reqs in extras.items() if _is_testish(name) or canonicalize_name(name) in named
+             and canonicalize_name(name) not in TEST_EXTRA_NAMES for line in reqs]
+    lines += [line for name, reqs in groups.items() if _is_testish(name) for line in reqs]
+    lines += _files(root, REQUIREMENT_FILES) + tox_deps + nox_deps
+    if not _keep(lines, project_name(root)):  # nothing for tests: what the project's developers install
+        lines = [line for name, reqs in [*extras.items(), *groups.items()] if canonicalize_name(name) == "dev"
+                 for line in reqs] + _files(root, DEV_FILES)
+    return tuple(_keep(lines, project_name(root)))
+
+
+def imported_test_modules(root: Path, test_files: Iterable[str]) -> tuple[str, ...]:
+    """Top-level modules the test files (and conftest.py files) import at module level, outside `try`, that
+    are neither in the standard library nor anywhere in the sdist: distributions to guess."""
+    local = {p.stem for p in root.rglob("*.py")} | {p.name for p in root.rglob("*") if p.is_dir()}
+    found: list[str] = []
+    files = [*test_files, *(p.relative_to(root).as_posix() for p in root.rglob("conftest.py"))]
+    for rel in dict.fromkeys(files):
+        try:
+            tree = ast.parse((root / rel).read_text(encoding="utf-8", errors="replace"))
+        except (OSError, SyntaxError, ValueError):
+            continue
+        for node in tree.body:  # module level only: imports inside try/functions are optional or lazy
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module] if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module else []
+            for name in names:
+                top = name.split(".")[0]
+                if top not in sys.stdlib_module_names and top not in local and top not in found \
+                        and top not in ("pytest", "_pytest", "py", "__future__"):
+                    found.append(top)
+    return tuple(found)
+
+
+def guessed_requirements(modules: Iterable[str], declared: Iterable[str]) -> tuple[str, ...]:
+    """Distributions for imported modules that no declared requirement names."""
+    have = {canonicalize_name(Requirement(d).name) for d in declared}
+    dists = [MODULE_DISTRIBUTIONS.get(m, m) for m in modules]
+    return tuple(d for d in dict.fromkeys(dists) if canonicalize_name(d) not in have
+                 and canonicalize_name(d) not in TOOLING)
