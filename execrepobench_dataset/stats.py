@@ -87,6 +87,8 @@ class Statistics:
     drops: tuple[tuple[str, str, int, int], ...]  # (stage, reason, count, candidates of that stage)
     tokenizer: str = PRETOKENS_NAME
     extra: dict = field(default_factory=dict)
+    # mutation adequacy: the share of its mutants each sample's tests killed (samples with mutants only)
+    mutant_kill: tuple[float, ...] = ()
 
     @property
     def default_prompt_tokens(self) -> tuple[int, ...]:
@@ -138,7 +140,8 @@ def compute_statistics(samples: Iterable[Sample], records: Iterable[RepoRecord],
         in_file_tokens=tuple(count(s.prefix_code) + count(s.suffix_code) for s in samples),
         context_tokens=tuple(context), judged_tests=tuple(len(s.judged_tests) for s in samples),
         gt_run_s=_gt_times(report, {s.sample_id for s in samples}), drops=_drops(report),
-        tokenizer=tokenizer or (PRETOKENS_NAME if count_tokens is None else "the given tokenizer"))
+        tokenizer=tokenizer or (PRETOKENS_NAME if count_tokens is None else "the given tokenizer"),
+        mutant_kill=tuple(round(s.mutants_killed / s.mutants_total, 3) for s in samples if s.mutants_total))
 
 
 def summary(values: Iterable[float]) -> list[str]:
@@ -161,7 +164,8 @@ def distribution_rows(stats: Statistics) -> list[list[str]]:
             ("in-file tokens (prefix + suffix)", stats.in_file_tokens),
             ("context tokens (every ranked file)", stats.context_tokens),
             ("prompt tokens at the default budgets", stats.default_prompt_tokens),
-            ("judged tests per sample", stats.judged_tests), ("ground-truth run time (s)", stats.gt_run_s)]
+            ("judged tests per sample", stats.judged_tests), ("ground-truth run time (s)", stats.gt_run_s),
+            ("share of mutants killed (samples with mutants)", stats.mutant_kill)]
     return [[name, *summary(values)] for name, values in rows]
 
 

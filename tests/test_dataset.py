@@ -297,6 +297,7 @@ def test_statistics_tables_match_the_samples(published):
     ctx = [sum(pretokens(c.code) for c in s.context_code) for s in SAMPLES]
     assert dist["context tokens (every ranked file)"][-1] == str(max(ctx))
     assert dist["judged tests per sample"][-1] == "2" and dist["ground-truth run time (s)"][:2] == ["5", "0.50"]
+    assert dist["share of mutants killed (samples with mutants)"][0] == "0"  # these samples had no mutants judged
     drops = table_rows(text, "| stage | reason | dropped | candidates | share |")
     assert drops["verification"] in (["gt_failed", "1", "20", "5.0%"], ["no_tests", "0", "20", "0.0%"])
     assert "45.0% of the verified candidates passed with a null fill" in text
@@ -555,3 +556,16 @@ def test_card_links_licenses_and_evaluate_example(tmp_path):
     assert card_meta(tmp_path / "ds2")["license"] == "apache-2.0" and "license_name" not in card_meta(tmp_path / "ds2")
     with pytest.raises(PublishError, match="metric_space 'erb' is not of the form owner/name"):
         publish(build, tmp_path / "ds3", metric_space="erb")
+
+
+def test_statistics_count_the_share_of_mutants_killed():
+    from dataclasses import replace
+
+    from execrepobench_dataset.stats import compute_statistics, distribution_rows
+
+    a, b, c = SAMPLES[:3]
+    samples = [replace(a, mutants_killed=2, mutants_total=3), replace(b, mutants_killed=1, mutants_total=1), c]
+    stats = compute_statistics(samples, RECORDS, {})
+    assert stats.mutant_kill == (0.667, 1.0)  # a sample without mutants is not counted
+    row = {r[0]: r[1:] for r in distribution_rows(stats)}["share of mutants killed (samples with mutants)"]
+    assert row[0] == "2" and row[-1] in ("1", "1.0", "1.00")
