@@ -56,6 +56,18 @@ def offline_hf(tmp_path, monkeypatch) -> Path:
     return hf
 
 
+@pytest.fixture()
+def hf_hub_cache(tmp_path, offline_hf, monkeypatch) -> Path:
+    """An empty Hugging Face Hub cache (HF_HUB_CACHE) under tmp_path, offline: Hub ids resolve from what a test
+    puts there, in the Hub cache's own layout."""
+    import huggingface_hub.constants
+
+    cache = tmp_path / "hf_hub"
+    cache.mkdir()
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(cache))
+    return cache
+
+
 def sandbox_required() -> bool:
     return any(os.environ.get(v, "") not in ("", "0", "false") for v in REQUIRE_SANDBOX_VARS)
 

@@ -32,13 +32,8 @@ def cached_model(cache: Path, repo_id: str, commit: str = COMMIT) -> Path:
 
 
 @pytest.fixture()
-def hf_cache(tmp_path, offline_hf, monkeypatch):
-    import huggingface_hub.constants
-
-    cache = tmp_path / "hub"
-    cache.mkdir()
-    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(cache))
-    return cache
+def hf_cache(hf_hub_cache):
+    return hf_hub_cache
 
 
 class EngineStarted(Exception):

@@ -46,13 +46,8 @@ def hub_cache(published: Path, cache: Path, repo_id: str, commit: str = "c0ffee"
 
 
 @pytest.fixture()
-def hub(tmp_path, offline_hf, monkeypatch):
-    import huggingface_hub.constants
-
-    cache = tmp_path / "hf_hub"
-    cache.mkdir()
-    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(cache))
-    return cache
+def hub(hf_hub_cache):
+    return hf_hub_cache
 
 
 def test_stratified_subset_is_deterministic_and_proportional():
