@@ -33,7 +33,7 @@ from execrepobench_metric.isolation import Isolation, decide_isolation
 from execrepobench_metric.measured import keep as keep_measurements
 
 from .baseline import Baseline, BaselineError, CoverageError
-from .context import RepoContextIndex
+from .context import CONTEXT_SCHEME, RepoContextIndex
 from .lock import EnvError
 from .manifest import Manifest, RepoSpec, with_resolution_date
 from .masking import MaskConfig, MaskResult, Region, candidate_files, sample_masks, split
@@ -90,7 +90,8 @@ def _inputs_hash(spec: RepoSpec, config: BuildConfig, mask: MaskConfig, isolatio
             "baseline_runs": config.baseline_runs, "builder": __version__,
             "oversample": config.oversample, "gt_runs": config.gt_runs, "guard": GUARD_RECORDING, "verify": VERIFY_SCHEME,
             "selection_floor": dict(config.selection_floor), "mix": MIX_NAME,
-            "mutants": [config.mutants, config.min_mutant_kill], "context_tests": config.context_tests}
+            "mutants": [config.mutants, config.min_mutant_kill], "context_tests": config.context_tests,
+            "context": CONTEXT_SCHEME}
     if spec.name in config.regions or spec.name in config.sample_fields:  # only live builds: other hashes unchanged
         data.update(region=getattr(config.regions.get(spec.name), "digest", None),
                     sample_fields=dict(config.sample_fields.get(spec.name, {})))

@@ -1,6 +1,6 @@
 """Cross-file context for a masked file: every other Python file of the repo, most relevant first.
 
-score(f) = import_score(f) + bm25_norm(f), sorted by score descending, ties by path ascending.
+score(f) = import_score(f) + bm25_norm(f), sorted by score descending, ties: imported files first, then by path.
 
 * import_score is 1.0 when the masked file imports `f` (absolute or relative imports, `from pkg import
   submodule`, and the package `__init__.py` files on the way), found with tree-sitter in prefix+suffix.
@@ -37,6 +37,9 @@ from execrepobench_dataset.record import ContextFile
 K1 = 1.5
 B = 0.75
 SCORE_DIGITS = 6  # decimals of a stored context score
+# 2: ranked from the paper's pool (repo_files.context_pool), ties go to the files the masked file imports;
+# part of build keys and of the release lock's scheme
+CONTEXT_SCHEME = 2
 _WORD = re.compile(r"\w+")
 _PART = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z\d]+|[A-Z\d]+|[^\W_]+")
 _PARSERS = threading.local()  # one tree-sitter parser per thread: repositories are built concurrently
@@ -221,7 +224,7 @@ class RepoContextIndex:
         imports = _imported(prefix + suffix, file_name, self._path_set, self._dirs)
         bm25 = self._bm25_norm(file_name, prefix, suffix)
         rows = [(p, 1.0 if p in imports else 0.0, bm25[p]) for p in self.paths if p != file_name]
-        rows.sort(key=lambda r: (-(r[1] + r[2]), r[0]))
+        rows.sort(key=lambda r: (-(r[1] + r[2]), -r[1], r[0]))  # a tie: the file it imports first
         return rows
 
     def rank(self, file_name: str, prefix: str, suffix: str) -> list[ContextFile]:

@@ -4,7 +4,8 @@ same benchmark.
 A lock (`manifests/NAME.lock.json`, beside `NAME.toml`) records, for one build of the manifest: the
 dataset fingerprint (`execrepobench_dataset.load.dataset_fingerprint`: content only), the sha256 of
 `samples.jsonl`, a digest of each repository's sample ids, the manifest's own sha256 and the builder's
-scheme (`scheme_id`: every identifier that changes what a build makes).  `check` compares a build
+scheme (`scheme_id`: every identifier that changes what a build makes - bump the one that covers a change
+of what samples are, e.g. `context.CONTEXT_SCHEME` for the context ranking).  `check` compares a build
 with it and names the repositories that differ.  A lock is written from a real build
 (`execrepobench fingerprint OUT --write-lock FILE`) whenever the scheme or the manifest changes; the
 test suite fails while the packaged lock names another scheme or manifest than the code's.
@@ -22,6 +23,7 @@ from execrepobench_dataset.record import Sample
 from execrepobench_dataset.repo_record import ENV_KEY_SCHEMA
 from execrepobench_dataset.version import __version__
 
+from .context import CONTEXT_SCHEME
 from .lock import LOCK_SCHEMA
 from .mix import MIX_NAME
 from .verify import GUARD_RECORDING, VERIFY_SCHEME
@@ -32,7 +34,7 @@ LOCK_FORMAT = 1
 def scheme_id() -> str:
     """A digest of every identifier that changes what a build of the same manifest makes."""
     parts = {"builder": __version__, "verify": VERIFY_SCHEME, "guard": GUARD_RECORDING, "mix": MIX_NAME,
-             "lock": LOCK_SCHEMA, "env_key": ENV_KEY_SCHEMA}
+             "lock": LOCK_SCHEMA, "env_key": ENV_KEY_SCHEMA, "context": CONTEXT_SCHEME}
     return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:16]
 
 
