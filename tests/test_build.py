@@ -48,7 +48,10 @@ def test_build_fixture_repo_deterministic_and_resumable(tmp_path, minirepo):
         assert s.test_command[:3] == ("python", "-m", "pytest")
         assert s.judged_tests and s.selection_rule  # verified samples carry their test selection
         if s.file_name == "minirepo/strings.py" and "from .mathx import clamp" in s.prefix_code + s.suffix_code:
-            assert s.context_paths[0] == "minirepo/mathx.py" and s.context_scores[0] >= 1.0
+            # the file it imports scores at the top (>= 1.0; in this 3-file pool the package's __init__, which a
+            # relative import also imports, ties with it)
+            top = [p for p, score in zip(s.context_paths, s.context_scores) if score == s.context_scores[0]]
+            assert "minirepo/mathx.py" in top and s.context_scores[0] >= 1.0
     report_md = (out / "build_report.md").read_text()
     assert report_md.count("| minirepo | ok |") == 1
     assert "| level | samples | % | paper | paper % | difference (pp) |" in report_md and "](charts/mix.png)" in report_md
