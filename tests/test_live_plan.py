@@ -123,6 +123,10 @@ def test_imports_of_tests_that_nothing_declares(tmp_path):
     modules = imported_test_modules(root, ["tests/test_a.py"])
     assert set(modules) == {"whatever", "yaml", "freezegun"}
     assert guessed_requirements(modules, ["freezegun>=1", "hypothesis"]) == ("whatever", "pyyaml")
+    # pyparsing's tests import `railroad`, which its `diagrams` extra installs as railroad-diagrams (the PyPI
+    # project `railroad` is another one)
+    extras = ["railroad-diagrams ; extra == 'diagrams'", "jinja2"]
+    assert guessed_requirements(["railroad", "jinja2", "yaml"], [], extras) == ("railroad-diagrams", "jinja2", "pyyaml")
 
 
 @pytest.mark.pypi

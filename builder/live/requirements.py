@@ -16,6 +16,9 @@ evaluated for this interpreter (the lock is for it); tooling that is no test dep
 checkers, doc builders, pytest-randomly which reorders the tests) and the project itself are left out.
 `imported_test_modules` lists what the test files import at module level that neither the standard
 library nor the sdist provides: requirements nobody declared (funcy's tests import `whatever`).
+`guessed_requirements` names their distributions: one of the project's own extras that names the module
+(pyparsing's tests import `railroad`, its `diagrams` extra has railroad-diagrams; the PyPI project `railroad`
+is another one), else a known module -> distribution name, else the module's name.
 """
 from __future__ import annotations
 
@@ -223,6 +226,11 @@ def project_name(root: Path) -> str:
     return str(read_toml(root / "pyproject.toml").get("project", {}).get("name") or root.name)
 
 
+def extra_requirements(root: Path) -> list[str]:
+    """The requirement lines of every extra the project declares (whatever its name)."""
+    return [line for lines in _extras(root).values() for line in lines]
+
+
 def declared_test_requirements(root: Path) -> tuple[str, ...]:
     """The test requirements `root`'s sdist declares beyond its test/tests/testing extras and groups."""
     extras, groups = _extras(root), _groups(root)
@@ -261,9 +269,26 @@ def imported_test_modules(root: Path, test_files: Iterable[str]) -> tuple[str, .
     return tuple(found)
 
 
-def guessed_requirements(modules: Iterable[str], declared: Iterable[str]) -> tuple[str, ...]:
-    """Distributions for imported modules that no declared requirement names."""
+def _from_extras(module: str, extras: Iterable[str]) -> str | None:
+    """The requirement of the project's extras whose name is the module's, or the module's plus a suffix or prefix
+    (`railroad` -> `railroad-diagrams`)."""
+    key = canonicalize_name(module)
+    for line in extras:
+        try:
+            name = Requirement(line).name
+        except InvalidRequirement:
+            continue
+        if canonicalize_name(name) == key or canonicalize_name(name).startswith(key + "-") \
+                or canonicalize_name(name).endswith("-" + key):
+            return name
+    return None
+
+
+def guessed_requirements(modules: Iterable[str], declared: Iterable[str], extras: Iterable[str] = ()) -> tuple[str, ...]:
+    """Distributions for imported modules that no declared requirement names; `extras`: the requirement lines of
+    every extra of the project, preferred where one names the module."""
     have = {canonicalize_name(Requirement(d).name) for d in declared}
-    dists = [MODULE_DISTRIBUTIONS.get(m, m) for m in modules]
+    extras = list(extras)
+    dists = [_from_extras(m, extras) or MODULE_DISTRIBUTIONS.get(m, m) for m in modules]
     return tuple(d for d in dict.fromkeys(dists) if canonicalize_name(d) not in have
                  and canonicalize_name(d) not in TOOLING)
