@@ -7,8 +7,9 @@ The builder's lock already installs the project with its extras and PEP 735 grou
   tox's `[testenv] extras` or a nox test session's `.[...]` install;
 - requirement files for tests (`requirements-test*.txt`, `test-requirements.txt`, `requirements/test*.txt`,
   `tests/requirements*.txt`, ...), following `-r` includes inside the sdist;
-- tox's `[testenv] deps` (tox.ini, setup.cfg's `[testenv]`, pyproject's `legacy_tox_ini`, tox.toml or
-  `[tool.tox.env_run_base]`): lines without a factor condition (`py311: ...`);
+- tox's `[testenv] deps` and `extras` (tox.ini, setup.cfg's `[testenv]`, pyproject's `legacy_tox_ini`, tox.toml
+  or `[tool.tox.env_run_base]`): lines without a factor condition, or conditioned on test factors only (`unit:`,
+  `py311:` on Python 3.11, `unit-!py315t:`; not `py38:`, `docs:`, `lint:`);
 - nox's test sessions (`noxfile.py`, functions whose name mentions tests): `session.install("...")` literals.
 
 Only when none of these says anything, the same sources named `dev` are read instead.  Markers are
@@ -53,7 +54,11 @@ MODULE_DISTRIBUTIONS = {"yaml": "pyyaml", "dateutil": "python-dateutil", "jwt": 
                         "serial": "pyserial", "google": "protobuf", "sklearn": "scikit-learn", "dns": "dnspython",
                         "git": "gitpython", "magic": "python-magic", "slugify": "python-slugify", "jose": "python-jose",
                         "multipart": "python-multipart", "dotenv": "python-dotenv", "lxml": "lxml"}
-_FACTOR = re.compile(r"^[\w.{},!\- ]+:\s")
+_FACTOR = re.compile(r"^(?P<factors>[\w.{},!\- ]+):\s*(?P<rest>.*)$")
+# tox factors of a test run here: a line conditioned on other factors (py38:, docs:, lint:) is left out
+TEST_FACTORS = frozenset({"unit", "test", "tests", "testing", "pytest", "py", "py3",
+                          f"py{sys.version_info.major}{sys.version_info.minor}",
+                          f"py{sys.version_info.major}.{sys.version_info.minor}"})
 _TESTISH = re.compile(r"test", re.I)
 
 
@@ -163,10 +168,29 @@ def _tox(root: Path) -> tuple[list[str], list[str]]:
         return [], []
     if not parser.has_section("testenv"):
         return [], []
-    lines = [line.strip() for line in parser.get("testenv", "deps", fallback="").splitlines()]
-    extras = [e.strip() for e in re.split(r"[,\n]", parser.get("testenv", "extras", fallback="")) if e.strip()]
-    return (_expand([line for line in lines if line and not _FACTOR.match(line) and "{[" not in line], root),
-            [e for e in extras if re.fullmatch(r"[\w.-]+", e)])
+    lines = _unconditioned(parser.get("testenv", "deps", fallback="").splitlines())
+    extras = [e.strip() for line in _unconditioned(parser.get("testenv", "extras", fallback="").splitlines())
+              for e in line.split(",")]
+    return _expand([line for line in lines if "{[" not in line], root), [e for e in extras if re.fullmatch(r"[\w.-]+", e)]
+
+
+def _unconditioned(lines: Iterable[str]) -> list[str]:
+    """The tox lines that apply to a test run here: unconditioned ones, and those whose factor condition names
+    test factors only (negated ones: not this interpreter), without their condition."""
+    out = []
+    for line in (raw.strip() for raw in lines):
+        m = _FACTOR.match(line)
+        if not line or line.startswith("#"):
+            continue
+        if m is None or "://" in line:
+            out.append(line)
+            continue
+        factors = re.split(r"[-,]", m["factors"].replace(" ", ""))
+        wanted = [f for f in factors if not f.startswith("!")]
+        refused = [f[1:] for f in factors if f.startswith("!")]
+        if "{" not in m["factors"] and wanted and set(wanted) <= TEST_FACTORS and not set(refused) & TEST_FACTORS:
+            out.append(m["rest"].strip())
+    return out
 
 
 def _expand(lines: list[str], root: Path) -> list[str]:
