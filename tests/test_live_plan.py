@@ -43,11 +43,14 @@ def test_declared_requirements_from_tox_files_extras_groups_and_nox(tmp_path):
             [tox]
             envlist = py311, lint
             [testenv]
-            extras = speedups
+            extras =
+                unit: speedups
             deps =
                 pytest
                 hypothesis>=6
                 py38: backports.zoneinfo
+                unit-!py315t: railroad-diagrams
+                docs: furo-theme
                 {[base]deps}
                 -r{toxinidir}/requirements-test.txt
             commands = pytest
@@ -84,7 +87,8 @@ def test_declared_requirements_from_tox_files_extras_groups_and_nox(tmp_path):
     assert "pyyaml" in got and "tomli-w" in got and "simplejson" not in names  # group with its include-group
     assert "pytest-asyncio" not in names  # the `test` group: the lock installs it
     assert "hypothesis>=6" in got and "pytest" in names and "pytest-mock==3.14.0" in got  # tox deps, -r followed
-    assert "backports.zoneinfo" not in names  # factor-conditional line
+    assert "backports.zoneinfo" not in names and "furo-theme" not in names  # other factors' lines
+    assert "railroad-diagrams" in got  # conditioned on test factors (pyparsing's tox.ini: `unit-!py315t:`)
     assert "trustme" in got and "pretend" in got  # nox test session, -r followed
     assert not {"flake8", "mypy", "ruff", "sphinx", "demo-pkg"} & set(names)  # tooling and the project itself
     assert len(names) == len(set(names))
@@ -123,6 +127,10 @@ def test_imports_of_tests_that_nothing_declares(tmp_path):
     modules = imported_test_modules(root, ["tests/test_a.py"])
     assert set(modules) == {"whatever", "yaml", "freezegun"}
     assert guessed_requirements(modules, ["freezegun>=1", "hypothesis"]) == ("whatever", "pyyaml")
+    # pyparsing's tests import `railroad`, which its `diagrams` extra installs as railroad-diagrams (the PyPI
+    # project `railroad` is another one)
+    extras = ["railroad-diagrams ; extra == 'diagrams'", "jinja2"]
+    assert guessed_requirements(["railroad", "jinja2", "yaml"], [], extras) == ("railroad-diagrams", "jinja2", "pyyaml")
 
 
 @pytest.mark.pypi

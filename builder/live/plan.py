@@ -16,7 +16,7 @@ from ..testconfig import pytest_config
 from ..testlayout import TEST_DIRS, NoTestsFound, _walk, defines_tests, find_tests, modules_with_tests
 from .index import ProjectReleases, Release
 from .newcode import NewCode, new_code
-from .requirements import declared_test_requirements, guessed_requirements, imported_test_modules
+from .requirements import declared_test_requirements, extra_requirements, guessed_requirements, imported_test_modules
 from .window import Window, iso
 
 # Per-candidate outcomes, in the order a candidate can end: the report counts each.
@@ -86,7 +86,8 @@ def test_requirements(name: str, source_hash: str, root: Path, test_paths: tuple
     """(requirements for the manifest entry, report): what the sdist declares plus distributions guessed from
     the tests' imports, locked here; when that cannot be locked, the declared ones alone, then none."""
     declared = declared_test_requirements(root)
-    guessed = guessed_requirements(imported_test_modules(root, test_files(root, test_paths)), declared)
+    guessed = guessed_requirements(imported_test_modules(root, test_files(root, test_paths)), declared,
+                                   extra_requirements(root))
     python = f"{sys.version_info.major}.{sys.version_info.minor}"  # what the builder's manifest defaults to
     errors, tries = [], {}
     for label, requires in (("declared+imports", declared + guessed), ("declared", declared), ("none", ())):

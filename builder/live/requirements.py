@@ -7,8 +7,9 @@ The builder's lock already installs the project with its extras and PEP 735 grou
   tox's `[testenv] extras` or a nox test session's `.[...]` install;
 - requirement files for tests (`requirements-test*.txt`, `test-requirements.txt`, `requirements/test*.txt`,
   `tests/requirements*.txt`, ...), following `-r` includes inside the sdist;
-- tox's `[testenv] deps` (tox.ini, setup.cfg's `[testenv]`, pyproject's `legacy_tox_ini`, tox.toml or
-  `[tool.tox.env_run_base]`): lines without a factor condition (`py311: ...`);
+- tox's `[testenv] deps` and `extras` (tox.ini, setup.cfg's `[testenv]`, pyproject's `legacy_tox_ini`, tox.toml
+  or `[tool.tox.env_run_base]`): lines without a factor condition, or conditioned on test factors only (`unit:`,
+  `py311:` on Python 3.11, `unit-!py315t:`; not `py38:`, `docs:`, `lint:`);
 - nox's test sessions (`noxfile.py`, functions whose name mentions tests): `session.install("...")` literals.
 
 Only when none of these says anything, the same sources named `dev` are read instead.  Markers are
@@ -16,6 +17,9 @@ evaluated for this interpreter (the lock is for it); tooling that is no test dep
 checkers, doc builders, pytest-randomly which reorders the tests) and the project itself are left out.
 `imported_test_modules` lists what the test files import at module level that neither the standard
 library nor the sdist provides: requirements nobody declared (funcy's tests import `whatever`).
+`guessed_requirements` names their distributions: one of the project's own extras that names the module
+(pyparsing's tests import `railroad`, its `diagrams` extra has railroad-diagrams; the PyPI project `railroad`
+is another one), else a known module -> distribution name, else the module's name.
 """
 from __future__ import annotations
 
@@ -50,7 +54,11 @@ MODULE_DISTRIBUTIONS = {"yaml": "pyyaml", "dateutil": "python-dateutil", "jwt": 
                         "serial": "pyserial", "google": "protobuf", "sklearn": "scikit-learn", "dns": "dnspython",
                         "git": "gitpython", "magic": "python-magic", "slugify": "python-slugify", "jose": "python-jose",
                         "multipart": "python-multipart", "dotenv": "python-dotenv", "lxml": "lxml"}
-_FACTOR = re.compile(r"^[\w.{},!\- ]+:\s")
+_FACTOR = re.compile(r"^(?P<factors>[\w.{},!\- ]+):\s*(?P<rest>.*)$")
+# tox factors of a test run here: a line conditioned on other factors (py38:, docs:, lint:) is left out
+TEST_FACTORS = frozenset({"unit", "test", "tests", "testing", "pytest", "py", "py3",
+                          f"py{sys.version_info.major}{sys.version_info.minor}",
+                          f"py{sys.version_info.major}.{sys.version_info.minor}"})
 _TESTISH = re.compile(r"test", re.I)
 
 
@@ -160,10 +168,29 @@ def _tox(root: Path) -> tuple[list[str], list[str]]:
         return [], []
     if not parser.has_section("testenv"):
         return [], []
-    lines = [line.strip() for line in parser.get("testenv", "deps", fallback="").splitlines()]
-    extras = [e.strip() for e in re.split(r"[,\n]", parser.get("testenv", "extras", fallback="")) if e.strip()]
-    return (_expand([line for line in lines if line and not _FACTOR.match(line) and "{[" not in line], root),
-            [e for e in extras if re.fullmatch(r"[\w.-]+", e)])
+    lines = _unconditioned(parser.get("testenv", "deps", fallback="").splitlines())
+    extras = [e.strip() for line in _unconditioned(parser.get("testenv", "extras", fallback="").splitlines())
+              for e in line.split(",")]
+    return _expand([line for line in lines if "{[" not in line], root), [e for e in extras if re.fullmatch(r"[\w.-]+", e)]
+
+
+def _unconditioned(lines: Iterable[str]) -> list[str]:
+    """The tox lines that apply to a test run here: unconditioned ones, and those whose factor condition names
+    test factors only (negated ones: not this interpreter), without their condition."""
+    out = []
+    for line in (raw.strip() for raw in lines):
+        m = _FACTOR.match(line)
+        if not line or line.startswith("#"):
+            continue
+        if m is None or "://" in line:
+            out.append(line)
+            continue
+        factors = re.split(r"[-,]", m["factors"].replace(" ", ""))
+        wanted = [f for f in factors if not f.startswith("!")]
+        refused = [f[1:] for f in factors if f.startswith("!")]
+        if "{" not in m["factors"] and wanted and set(wanted) <= TEST_FACTORS and not set(refused) & TEST_FACTORS:
+            out.append(m["rest"].strip())
+    return out
 
 
 def _expand(lines: list[str], root: Path) -> list[str]:
@@ -223,6 +250,11 @@ def project_name(root: Path) -> str:
     return str(read_toml(root / "pyproject.toml").get("project", {}).get("name") or root.name)
 
 
+def extra_requirements(root: Path) -> list[str]:
+    """The requirement lines of every extra the project declares (whatever its name)."""
+    return [line for lines in _extras(root).values() for line in lines]
+
+
 def declared_test_requirements(root: Path) -> tuple[str, ...]:
     """The test requirements `root`'s sdist declares beyond its test/tests/testing extras and groups."""
     extras, groups = _extras(root), _groups(root)
@@ -261,9 +293,26 @@ def imported_test_modules(root: Path, test_files: Iterable[str]) -> tuple[str, .
     return tuple(found)
 
 
-def guessed_requirements(modules: Iterable[str], declared: Iterable[str]) -> tuple[str, ...]:
-    """Distributions for imported modules that no declared requirement names."""
+def _from_extras(module: str, extras: Iterable[str]) -> str | None:
+    """The requirement of the project's extras whose name is the module's, or the module's plus a suffix or prefix
+    (`railroad` -> `railroad-diagrams`)."""
+    key = canonicalize_name(module)
+    for line in extras:
+        try:
+            name = Requirement(line).name
+        except InvalidRequirement:
+            continue
+        if canonicalize_name(name) == key or canonicalize_name(name).startswith(key + "-") \
+                or canonicalize_name(name).endswith("-" + key):
+            return name
+    return None
+
+
+def guessed_requirements(modules: Iterable[str], declared: Iterable[str], extras: Iterable[str] = ()) -> tuple[str, ...]:
+    """Distributions for imported modules that no declared requirement names; `extras`: the requirement lines of
+    every extra of the project, preferred where one names the module."""
     have = {canonicalize_name(Requirement(d).name) for d in declared}
-    dists = [MODULE_DISTRIBUTIONS.get(m, m) for m in modules]
+    extras = list(extras)
+    dists = [_from_extras(m, extras) or MODULE_DISTRIBUTIONS.get(m, m) for m in modules]
     return tuple(d for d in dict.fromkeys(dists) if canonicalize_name(d) not in have
                  and canonicalize_name(d) not in TOOLING)
