@@ -13,10 +13,11 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import replace
+from functools import cache
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
-from execrepobench_dataset.load import open_dataset
+from execrepobench_dataset.load import OpenedDataset, open_dataset
 from execrepobench_dataset.record import Sample
 from execrepobench_dataset.repo_record import RepoRecord
 
@@ -73,12 +74,16 @@ def resolve_references(references: Sequence[Any], dataset: str | Path | None = N
                         load_dataset=_load_samples)[1]
 
 
-def repository_records(samples: Sequence[Sample], dataset: str | Path | None) -> dict[str, RepoRecord]:
+def repository_records(samples: Sequence[Sample], dataset: str | Path | None,
+                       opened: Callable[[], OpenedDataset] | None = None) -> dict[str, RepoRecord]:
     """{env key: record} for every sample's environment: from `dataset`'s repository records, else from
     the records kept with this cache's environments.  Raises `EnvironmentsMissing` naming the
     repositories that have neither (a remote node could not make their environments)."""
     wanted = {s.env_key: s.repo_name for s in samples}
-    found = {r.env_key: r for r in open_dataset(dataset).repositories} if dataset is not None else {}
+    if dataset is not None:
+        found = {r.env_key: r for r in (opened() if opened is not None else open_dataset(dataset)).repositories}
+    else:
+        found = {}
     found.update({k: r for k in wanted if k not in found and (r := environment_record(k)) is not None})
     missing = sorted({name for key, name in wanted.items() if key not in found})
     if missing:
@@ -118,9 +123,10 @@ def compute(predictions: Sequence[Any], references: Sequence[Any], *, k: Sequenc
     With `cutoff` (YYYY-MM-DD) only samples released after that day (their `release_date`, recorded by live
     snapshots) are judged and scored; the result's `cutoff` says how many were kept.
     Raises `HarnessError` (carrying the full result) when any verdict is `error`."""
+    opened = cache(lambda: open_dataset(dataset))  # read once, whoever asks first (ids, records, measurements)
     # Every input is checked before anything runs: one InputError names every bad item.
     completions, samples = check_inputs(predictions, references, dataset=dataset, test_selection=test_selection,
-                                        k=k, load_dataset=_load_samples)
+                                        k=k, load_dataset=lambda _: {s.sample_id: s for s in opened().samples})
     kept = None
     if cutoff is not None:
         completions, samples, kept = apply_cutoff(completions, samples, cutoff)
@@ -139,8 +145,8 @@ def compute(predictions: Sequence[Any], references: Sequence[Any], *, k: Sequenc
         ensure_prepared(samples, str(dataset) if dataset is not None else None, prepare,
                         PrepareConfig(workers=config.workers, allow_weak_sandbox=allow_weak_sandbox, progress=progress))
     else:  # the nodes make what they lack, from the records
-        records = repository_records(samples, dataset)
-    shipped = open_dataset(dataset).measurements_by_env() if dataset is not None else {}
+        records = repository_records(samples, dataset, opened)
+    shipped = opened().measurements_by_env() if dataset is not None else {}
     budgets = budgets_for(samples, measurements_for(samples, shipped)) if timeout is None else {}
     with open_executor(config.executor, config.workers) as running:
         verdicts, note = judge_all(samples, completions, config, executor=running, records=records, budgets=budgets)
