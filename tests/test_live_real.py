@@ -62,4 +62,4 @@ def test_live_snapshot_of_real_releases(tmp_path):
     parse_count = sum(s.repo_name == "parse" for s in opened.samples)
     assert result["cutoff"] == {"date": "2026-09-30", "kept": parse_count, "of": len(samples),
                                 "dropped": len(samples) - parse_count, "without_release_date": 0}
-    assert result["n_samples"] == parse_count and result["pass@1"] == 100.0
+    assert result["n_samples"] == parse_count and result["pass@1"] == 1.0
