@@ -131,7 +131,7 @@ def compute(predictions: Sequence[Any], references: Sequence[Any], *, k: Sequenc
     if cutoff is not None:
         completions, samples, kept = apply_cutoff(completions, samples, cutoff)
     artifacts = Path(artifacts_dir) if artifacts_dir else default_root()
-    config = EngineConfig(judge=replace(JudgeConfig(), timeout_s=timeout, selection=test_selection),
+    config = EngineConfig(judge=replace(JudgeConfig(), timeout_s=timeout, selection=test_selection, canaries=True),
                           allow_exec=allow_exec, allow_weak_sandbox=allow_weak_sandbox, use_cache=use_cache,
                           journal=Path(journal) if journal else None, progress=progress,
                           keep_artifacts=keep_artifacts, artifacts=artifacts,

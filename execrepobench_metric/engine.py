@@ -33,10 +33,11 @@ from .isolation import decide_isolation
 from .judge import JudgeConfig, Verdict, judge_safely
 from .layout import cache_root
 
-ENGINE_VERSION = "6"  # 3: the in-process guard (and the execution layer's isolation); 4: budgets, fail fast;
+ENGINE_VERSION = "7"  # 3: the in-process guard (and the execution layer's isolation); 4: budgets, fail fast;
 # 5: phase budgets, hypothesis' wall-clock checks lifted, failure messages in the detail; 6: budgets derived at
 # judging time from the build's measurements (per-test and collection phase budgets); the guard checks the
-# plugin manager, items and doctest, doctest's own swaps are not tampering; `suspicious` reasons
+# plugin manager, items and doctest, doctest's own swaps are not tampering; `suspicious` reasons; 7: canary
+# tests in judged runs (a verdict judged without them is not reused)
 EXEC_ENV_VAR = "EXECREPOBENCH_ALLOW_EXEC"
 HF_EXEC_ENV_VAR = "HF_ALLOW_CODE_EVAL"  # the opt-in of evaluate's code_eval and of lm-eval: accepted as well
 OPT_IN_MESSAGE = (
@@ -77,7 +78,8 @@ def result_key(sample: Sample, completion: str, config: JudgeConfig, budget: Bud
     parts = [ENGINE_VERSION, sample.sample_id, sample.env_key, hashlib.sha256(completed.encode()).hexdigest(),
              config.selection, list(sample.judged_tests), list(sample.excluded_tests), list(sample.test_command),
              str(config.isolation), config.timeout_s, config.guard, list(sample.guard_allowed),
-             budget.key() if budget is not None and config.timeout_s is None else None, config.fail_fast]
+             budget.key() if budget is not None and config.timeout_s is None else None, config.fail_fast,
+             config.canaries]
     return hashlib.sha256(json.dumps(parts).encode()).hexdigest()
 
 

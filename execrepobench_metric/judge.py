@@ -17,6 +17,7 @@ against our plugin's files, which the code under test can rewrite.
 """
 from __future__ import annotations
 
+import json
 import os
 import time
 import traceback
@@ -28,6 +29,7 @@ from pathlib import Path
 from execrepobench_dataset.record import Sample
 
 from .budget import PHASE_MARK, Budget, out_of_budget, run_limits
+from .canaries import CanaryCheck, check_canaries, plan_canaries
 from .environments import find_environment
 from .guard import GUARD_MODES, GuardSetup
 from .guard_verdict import guarded_run
@@ -56,20 +58,22 @@ class Verdict:
     guard_events: tuple[str, ...] = ()  # record mode: what the completion did that the guard watches
     # what the completion touches that its ground truth never does (suspicious.py): a flag, not a verdict
     suspicious: tuple[str, ...] = ()
+    canaries: str = ""  # the canary check of the run (canaries.py): "held: ...", "off: why", "fired: ..."; "" none
 
     def to_dict(self) -> dict:
         return {"sample_id": self.sample_id, "passed": self.passed, "reason": self.reason,
                 "failing_tests": list(self.failing_tests), "duration_s": round(self.duration_s, 3),
                 "stderr_tail": self.stderr_tail, "sandbox": self.sandbox, "detail": self.detail,
                 "harness_error": self.reason == "error", "artifacts": self.artifacts,
-                "guard_events": list(self.guard_events), "suspicious": list(self.suspicious)}
+                "guard_events": list(self.guard_events), "suspicious": list(self.suspicious),
+                "canaries": self.canaries}
 
     @classmethod
     def from_dict(cls, d: dict) -> "Verdict":
         return cls(d["sample_id"], bool(d["passed"]), d["reason"], tuple(d.get("failing_tests", ())),
                    float(d.get("duration_s", 0.0)), d.get("stderr_tail", ""), d.get("sandbox", ""),
                    d.get("detail", ""), d.get("artifacts", ""), tuple(d.get("guard_events", ())),
-                   tuple(d.get("suspicious", ())))
+                   tuple(d.get("suspicious", ())), d.get("canaries", ""))
 
 
 @dataclass(frozen=True)
@@ -81,8 +85,12 @@ class JudgeConfig:
     stderr_cap: int = 2000
     # The in-process guard: "enforce" (default: what the completion may not do fails it as tampering,
     # unless the ground truth does it too), "record" (verification: report what the ground truth does),
-    # "off" (no guard: only for tests that show an attack is real).
+    # "off" (no guard: only for tests that show an attack is real), "blind" (the evidence stream without
+    # refusals or integrity checks: only for tests, the strongest attacker inside the process).
     guard: str = "enforce"
+    # Canary tests among the judged ones (canaries.py): the metric plants them in every judged run; the
+    # builder's runs (baseline, verification) never do, so what a build makes does not depend on them.
+    canaries: bool = False
     fail_fast: bool = True  # stop at the first failing test: the verdict is decided then
     # The ground truth's verdict is known from verification: a completed file byte-identical to the
     # original is not run again.  Off where the point is to run it (verification, prepare's gold check).
@@ -133,11 +141,13 @@ def judge_run(sample: Sample, completion: str, config: JudgeConfig, evidence: Pa
     completed = sample.prefix_code + completion + sample.suffix_code
     guard_events: tuple[str, ...] = ()  # set once the guarded run is read (late-bound in mk)
     run: PytestRun | None = None
+    check = CanaryCheck()  # the canaries' check, once the run is read (late-bound in mk)
     mk = lambda passed, reason, **kw: (Verdict(sample.sample_id, passed, reason,  # noqa: E731
                                                duration_s=time.monotonic() - start, sandbox=str(config.isolation),
                                                guard_events=guard_events, suspicious=suspicious(
                                                    sample.original_code, completed, sample.file_name,
-                                                   guard_events if config.guard == "enforce" else ()), **kw), run)
+                                                   guard_events if config.guard == "enforce" else ()),
+                                               canaries=check.label, **kw), run)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -167,8 +177,14 @@ def judge_run(sample: Sample, completion: str, config: JudgeConfig, evidence: Pa
                      if p != sample.file_name)
     guard = None if config.guard == "off" else GuardSetup(config.guard, sample.file_name, sample.guard_allowed,
                                                           also_masked)
+    plan = plan_canaries(root, select, inv.pytest_args) if config.canaries and select and config.guard != "record" \
+        else None
+    if plan is not None and not plan.off:  # the canaries join the selection (sorted in) and the run's files
+        inv = replace(inv, select=tuple(sorted({*select, *plan.ids})), targets=plan.targets)
     run = run_pytest(inv, isolation=config.isolation, replacement=(sample.file_name, completed), readonly=readonly,
-                     limits=limits, evidence=evidence, guard=guard)
+                     limits=limits, evidence=evidence, guard=guard, added=plan.files if plan is not None else ())
+    if plan is not None and evidence is not None:  # after the run: never where the run could read it
+        (evidence / "canaries.json").write_text(json.dumps(plan.to_dict(), indent=1), encoding="utf-8")
     if out_of_budget(run.exit_code, budget is not None):  # CPU budget spent
         tail = run.process.stderr_tail[-config.stderr_cap:]
         return mk(False, "timeout", stderr_tail=tail,
@@ -188,6 +204,14 @@ def judge_run(sample: Sample, completion: str, config: JudgeConfig, evidence: Pa
     if not run.finished:
         return mk(False, "crashed", stderr_tail=tail,
                   detail=f"pytest did not finish its session (exit code {run.exit_code})")
+    check = check_canaries(plan, collected=run.collected, outcomes=run.outcomes, cross=run.plugin_outcomes,
+                           unmatched=run.unmatched, judged=select)
+    if check.state == "rerun":  # the canaries cut this run short: the verdict comes from a run without them
+        again, rerun = judge_run(sample, completion, replace(config, canaries=False), evidence,
+                                 also_masked=also_masked, budget=budget)
+        return replace(again, canaries=f"off: {check.note} (judged by a run without canaries)"), rerun
+    if check.state == "fired" and check.always:  # no honest run reports this
+        return mk(False, "tampering", stderr_tail=tail, detail=check.note)
     broken = tuple(name for name, status in run.unmatched.items() if status in (FAILED, ERROR))
     spent = next((t for t, said in run.messages.items() if PHASE_MARK in said), None)
     if spent is not None:  # collection or a test used up the phase budget (our plugin stopped it)
@@ -212,7 +236,9 @@ def judge_run(sample: Sample, completion: str, config: JudgeConfig, evidence: Pa
     if select and any(run.outcomes.get(t) != PASSED for t in select):
         return mk(False, "failed", failing_tests=tuple(t for t in select if run.outcomes.get(t) != PASSED),
                   stderr_tail=tail, detail="a judged test was skipped")
-    if run.exit_code not in (0,):
+    if check.state == "fired":  # every judged test passed, and a canary was not reported as drawn
+        return mk(False, "tampering", stderr_tail=tail, detail=check.note)
+    if run.exit_code != check.exit_code:  # 1 when a canary failed as drawn
         return mk(False, "crashed", stderr_tail=tail, detail=f"pytest exit code {run.exit_code}")
     return mk(True, "passed")
 
