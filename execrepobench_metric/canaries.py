@@ -28,25 +28,18 @@ canary never fails an honest completion and never counts as a judged test.
 """
 from __future__ import annotations
 
-import os
-import re
 import secrets
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path, PurePosixPath
 from typing import Mapping, Sequence
 
-from .canary_config import Collects, read_collects
+from .canary_config import read_collects
+from .canary_names import (doctest_folders, file_path, function_names, helper_name, neighbour_mtime, package_module,
+                           taken_names, words_of)
 from .canary_text import module_text
 from .junit import ERROR, FAILED, PASSED, SKIPPED
 from .pytest_run import collected_files
 from .sandbox import ViewFile
-
-FALLBACK_WORDS = ("value", "range", "order", "empty", "basic", "round", "items", "limit", "format", "update",
-                  "default", "result", "string", "number", "input", "output", "config", "check", "simple", "nested")
-_STOP = frozenset({"test", "tests", "testing", "py", "self", "cls", "init", "main", "conftest", "txt", "rst"})
-_SKIP_DIRS = frozenset({".git", ".hg", ".tox", ".nox", ".venv", "venv", "node_modules", "__pycache__"})
-
 
 @dataclass(frozen=True)
 class Canary:
@@ -105,31 +98,39 @@ def plan_canaries(root: Path, judged: Sequence[str], pytest_args: Sequence[str],
     if not collects.python_plugin:
         return CanaryPlan(off="the test command turns pytest's python plugin off")
     folders = sorted({str(PurePosixPath(f).parent) for f in files})
-    words = _words(judged)
-    taken = set(_taken_names(root))
-    made: list[tuple[str, str]] = []  # (path, folder)
-    for _ in range(2):
-        path = next((p for p in (_file_path(collects, root, rng.choice(folders), words, taken, rng)
+    # When module doctests are judged, the canary that must fail is a doctest (what passes doctests by
+    # patching doctest's machinery passes it too); else a test function.
+    doctests = doctest_folders(root, judged)
+    words, taken = words_of(judged), set(taken_names(root))
+    paths = []
+    for choices in (folders, doctests or folders):
+        path = next((p for p in (file_path(collects, root, rng.choice(choices), words, taken, rng)
                                  for _ in range(12)) if p), None)
         if path is None:
             return CanaryPlan(off=f"no file name that the repository's python_files "
-                                  f"({' '.join(collects.python_files)}) collects in {', '.join(folders)}")
+                                  f"({' '.join(collects.python_files)}) collects in {', '.join(choices)}")
         taken.add(PurePosixPath(path).name)
-        made.append((path, str(PurePosixPath(path).parent)))
-    names = _function_names(collects, words, rng, 6, {t.rsplit("::", 1)[-1] for t in judged})
+        paths.append(path)
+    judged_names = {t.rsplit("::", 1)[-1] for t in judged}
+    names = function_names(collects, words, rng, 6, judged_names)
     if names is None:
         return CanaryPlan(off=f"no function name that the repository's python_functions "
                               f"({' '.join(collects.python_functions)}) collects")
     mixed = [(names.pop(), PASSED) for _ in range(rng.randint(1, 3))]
-    last = [(names.pop(), PASSED) for _ in range(rng.randint(0, 2))]
-    last.insert(rng.randint(0, len(last)), (names.pop(), FAILED))
+    last = [(names.pop(), PASSED) for _ in range(rng.randint(1 if doctests else 0, 2))]
+    helper = helper_name(collects, words, rng, judged_names | set(names)) if doctests else ""
+    if not doctests:
+        last.insert(rng.randint(0, len(last)), (names.pop(), FAILED))
     canaries, view = [], []
-    for (path, folder), functions in zip(made, (mixed, last)):
-        view.append(ViewFile(path, module_text(functions, words, rng), _neighbour_mtime(root, folder, files)))
+    for path, functions, doctest in zip(paths, (mixed, last), ("", helper)):
+        view.append(ViewFile(path, module_text(functions, words, rng, doctest),
+                             neighbour_mtime(root, str(PurePosixPath(path).parent), files)))
         canaries += [Canary(f"{path}::{name}", expected) for name, expected in functions]
+    if doctests:
+        canaries.append(Canary(f"{paths[1]}::{package_module(root, paths[1])}.{helper}", FAILED))
     targets = list(files)
-    targets.insert(rng.randint(0, len(targets)), made[0][0])
-    targets.append(made[1][0])
+    targets.insert(rng.randint(0, len(targets)), paths[0])
+    targets.append(paths[1])
     return CanaryPlan(tuple(canaries), tuple(view), tuple(targets))
 
 
@@ -173,65 +174,3 @@ def check_canaries(plan: CanaryPlan | None, *, collected: Sequence[str], outcome
         return CanaryCheck("off", f"the repository's hooks or fixtures changed a canary test ({unusual[0]})",
                            exit_code=exit_code)
     return CanaryCheck("held", f"{len(plan.canaries)} canaries", exit_code=exit_code)
-
-
-def _words(judged: Sequence[str]) -> tuple[str, ...]:
-    found = {w for nodeid in judged for w in re.findall(r"[a-z]{3,10}", nodeid.lower()) if w not in _STOP}
-    return tuple(sorted(found)) or FALLBACK_WORDS
-
-
-def _joined(words: Sequence[str], rng) -> str:
-    pool = list(words) + list(FALLBACK_WORDS[:4]) if len(words) < 4 else list(words)
-    return "_".join(rng.sample(pool, rng.randint(1, 2)))
-
-
-def _file_path(collects: Collects, root: Path, folder: str, words, taken: set[str], rng) -> str | None:
-    """A repo-relative path in `folder` that the repository collects as a test module, or None."""
-    for pattern in rng.sample(collects.python_files, len(collects.python_files)):
-        base = pattern.rsplit("/", 1)[-1]
-        if "[" in base or not base.endswith(".py") or "*" not in base:
-            continue
-        name = re.sub(r"\*+", lambda _: _joined(words, rng), base).replace("?", "x")
-        path = str(PurePosixPath(folder) / name)
-        if (name not in taken and name[:-3].isidentifier() and not (root / path).exists()
-                and collects.collects_file(root / path)):
-            return path
-    return None
-
-
-def _function_names(collects: Collects, words, rng, count: int, judged_names: set[str]) -> list[str] | None:
-    names: list[str] = []
-    for _ in range(count * 20):
-        option = rng.choice(collects.python_functions)
-        if any(c in option for c in "?["):
-            continue
-        stem = _joined(words, rng)
-        name = re.sub(r"\*+", stem, option) if "*" in option else option + ("_" if option[-1:].isalnum() else "") + stem
-        if name.isidentifier() and collects.collects_function(name) and name not in names \
-                and name not in judged_names:
-            names.append(name)
-        if len(names) == count:
-            return names
-    return None
-
-
-def _neighbour_mtime(root: Path, folder: str, files: Sequence[str]) -> float | None:
-    for f in files:
-        if str(PurePosixPath(f).parent) == folder:
-            try:
-                return (root / f).stat().st_mtime
-            except OSError:
-                continue
-    return None
-
-
-@lru_cache(maxsize=32)
-def _taken_names(root: Path) -> frozenset[str]:
-    """Basenames a canary module must not have: every .py file of the tree, and `<folder>.py` for each folder
-    (a module of that name would shadow or clash with a package when pytest imports it)."""
-    taken = set()
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = [d for d in dirnames if d not in _SKIP_DIRS]
-        taken.update(n for n in filenames if n.endswith(".py"))
-        taken.update(d + ".py" for d in dirnames)
-    return frozenset(taken)

@@ -1,5 +1,6 @@
 """The source of a canary test module (`canaries.py`): plain test functions, each a few assertions on
-random constants, like an ordinary unit test; one that must fail asserts a value off by a little.
+random constants, like an ordinary unit test; one that must fail asserts a value off by a little (or,
+where module doctests are judged, a plain function's docstring example shows a result off by one).
 
 No imports, no fixtures, no markers, no warnings: nothing a repository's configuration (warnings as
 errors, strict markers, autouse fixtures keyed on names) reacts to differently than for its own
@@ -63,6 +64,18 @@ def function_text(name: str, must_fail: bool, words: Sequence[str], rng) -> str:
     return "\n".join(lines) + "\n"
 
 
-def module_text(functions: Sequence[tuple[str, str]], words: Sequence[str], rng) -> str:
-    """A test module of `functions` ((name, "passed" | "failed") in order)."""
-    return "\n\n".join(function_text(name, expected == "failed", words, rng) for name, expected in functions)
+def doctest_text(name: str, rng) -> str:
+    """A plain function whose docstring example must fail (its shown result is off by one)."""
+    values = [rng.randint(2, 60) for _ in range(rng.randint(2, 4))]
+    shown = sum(values) + rng.choice((-1, 1))
+    return (f'def {name}(values):\n    """The total of the values.\n\n    >>> {name}({values!r})\n    {shown}\n'
+            f'    """\n    return sum(values)\n')
+
+
+def module_text(functions: Sequence[tuple[str, str]], words: Sequence[str], rng, doctest: str = "") -> str:
+    """A test module of `functions` ((name, "passed" | "failed") in order) and, with `doctest` (a function
+    name), a function whose docstring example must fail, at a random place among them."""
+    parts = [function_text(name, expected == "failed", words, rng) for name, expected in functions]
+    if doctest:
+        parts.insert(rng.randint(0, len(parts)), doctest_text(doctest, rng))
+    return "\n\n".join(parts)

@@ -12,6 +12,8 @@ import hmac
 import json
 import random
 import secrets
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -23,6 +25,7 @@ from execrepobench_metric.canary_config import read_collects
 from execrepobench_metric.fills import null_fill
 from execrepobench_metric.guard import read_evidence
 from execrepobench_metric.judge import JudgeConfig, judge
+from execrepobench_metric.junit import parse_junit_file, results_by_nodeid
 from execrepobench_metric.sandbox import SandboxRun, ViewFile, _bwrap_args, strong_available
 
 needs_bwrap = pytest.mark.skipif(strong_available() is not None, reason=f"no bwrap sandbox: {strong_available()}")
@@ -103,6 +106,43 @@ def test_canaries_are_drawn_afresh_mixed_in_and_the_failing_one_runs_last(tmp_pa
     assert places == {0, 1, 2, 3}  # before, between and after the judged files
     drawn = [plan_canaries(root, judged, []) for _ in range(2)]  # the operating system's random source
     assert drawn[0].ids != drawn[1].ids and isinstance(secrets.SystemRandom(), random.Random)
+
+
+def _pytest_outcomes(root: Path, plan: CanaryPlan, args: list[str]) -> dict[str, str]:
+    """{node id: outcome} of a real pytest run of the plan's files (written into `root`) and targets."""
+    for f in plan.files:
+        (root / f.path).write_text(f.text, encoding="utf-8")
+    junit = root / "junit.xml"
+    subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--rootdir={root}",
+                    f"--junitxml={junit}", *args, *plan.targets], cwd=root, capture_output=True, timeout=120)
+    collected = subprocess.run([sys.executable, "-m", "pytest", "-q", "--collect-only", "-p", "no:cacheprovider",
+                                f"--rootdir={root}", *args, *plan.targets], cwd=root, capture_output=True, text=True,
+                               timeout=120).stdout.splitlines()
+    return results_by_nodeid([c for c in collected if "::" in c], parse_junit_file(junit))
+
+
+def test_real_pytest_collects_and_runs_the_canaries_as_drawn(tmp_path):
+    """The node ids the judge names are pytest's, and each canary ends as drawn: test functions under the
+    repository's own patterns, and a doctest that must fail where module doctests are judged."""
+    cases = {
+        "functions": ({"setup.cfg": "[tool:pytest]\npython_files = check_*.py\npython_functions = check\n",
+                       "checks/check_core.py": "def check_one():\n    assert True\n"},
+                      ["checks/check_core.py::check_one"], []),
+        "doctests": ({"pkg/__init__.py": "", "pkg/mod.py": 'def twice(x):\n    """\n    >>> twice(2)\n    4\n    """\n'
+                      "    return 2 * x\n", "tests/test_mod.py": "from pkg.mod import twice\n\n\n"
+                      "def test_twice():\n    assert twice(3) == 6\n"},
+                     ["pkg/mod.py::pkg.mod.twice", "tests/test_mod.py::test_twice"], ["--doctest-modules"]),
+    }
+    for kind, (files, judged, args) in cases.items():
+        root = _tree(tmp_path / kind, files)
+        plan = plan_canaries(root, judged, args, random.Random(7))
+        assert plan.off == "", plan
+        if kind == "doctests":
+            fails = next(c for c in plan.canaries if c.expected == "failed")
+            assert fails.nodeid.startswith(plan.targets[-1] + "::pkg.") and plan.targets[-1].startswith("pkg/")
+        got = _pytest_outcomes(root, plan, args)
+        assert {t: got.get(t) for t in judged} == {t: "passed" for t in judged}, (kind, got)
+        assert {c.nodeid: got.get(c.nodeid) for c in plan.canaries} == {c.nodeid: c.expected for c in plan.canaries}
 
 
 def _plan() -> CanaryPlan:
@@ -230,7 +270,8 @@ def cfgrepo(tmp_path_factory):
     base = tmp_path_factory.mktemp("cfgrepo")
     repo = _tree(base / "cfgrepo", {
         "pyproject.toml": '[project]\nname = "cfgrepo"\nversion = "0.1"\n\n[build-system]\n'
-                          'requires = ["setuptools"]\nbuild-backend = "setuptools.build_meta"\n',
+                          'requires = ["setuptools"]\nbuild-backend = "setuptools.build_meta"\n'
+                          '[tool.setuptools]\npackages = ["cfgrepo"]\n',
         "setup.cfg": "[tool:pytest]\npython_files = check_*.py\npython_functions = check\n",
         "cfgrepo/__init__.py": "", "cfgrepo/core.py": "def double(x):\n    return x * 2\n",
         "conftest.py": "def pytest_addoption(parser):\n    parser.addini('reverse_items', 'reverse', default='')\n\n\n"
