@@ -167,6 +167,9 @@ def check_canaries(plan: CanaryPlan | None, *, collected: Sequence[str], outcome
             if got == canary.expected:
                 continue
             (unusual if got in (SKIPPED, ERROR) else fired).append(f"canary:{got or 'missing'}")
+    if fired and any(outcomes.get(t) != PASSED for t in judged):  # not evidence: the run ended at a judged test
+        return CanaryCheck("off", "a judged test did not pass: the run ended before every canary ran",
+                           exit_code=exit_code)
     if fired:
         return CanaryCheck("fired", f"{fired[0]} (a canary test was reported {fired[0][7:]}, not as the judge "
                                     "drew it)", exit_code=exit_code)

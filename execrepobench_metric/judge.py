@@ -4,8 +4,9 @@ A completion passes only if: the completed file compiles; the sandboxed pytest r
 in-process guard (`guard.py`, `pytest_plugin/_execrepobench_guard*.py`), streamed an intact evidence
 record in which the guard refused nothing the masked file did (beyond what its ground truth does
 too), pytest finished its session, and every judged test was collected and reported passed; pytest's
-junit XML agrees with that record; and neither its time budget nor the timeout ran out.  Neither the
-exit code nor anything printed decides a pass.
+junit XML agrees with that record; neither its time budget nor the timeout ran out; and the run's
+canary tests (`canaries.py`: outcomes only this process knows) ended as drawn.  Neither the exit code
+nor anything printed decides a pass.
 
 Speed without a weaker verdict: the run stops at the first failing test (`fail_fast`: the verdict is
 decided then), the run's CPU time is bounded by the sample's time budget (`budget.py`), and the

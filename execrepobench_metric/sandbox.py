@@ -1,4 +1,5 @@
-"""Run a command against a private, writable view of a repository with one file replaced.
+"""Run a command against a private, writable view of a repository with one file replaced (and, for a
+judged run, the canary test files the judge adds: `ViewFile`, read-only in the view).
 
 Strong mode ("bwrap"): a private mount namespace (`unshare -m`) mounts an overlayfs whose lower
 layer is the original tree and whose upper layer is a size-capped tmpfs holding the completed file;

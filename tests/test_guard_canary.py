@@ -175,6 +175,9 @@ def test_what_the_canaries_say():
     assert _check({**honest, "t/test_m.py::test_a": "failed"}).note.startswith("canary:failed")
     missing = _check({k: v for k, v in honest.items() if k != "t/test_m.py::test_a"})
     assert (missing.state, missing.always) == ("fired", False) and missing.note.startswith("canary:missing")
+    # a judged test failed: the run stopped there, canaries after it never ran - not evidence of anything
+    stopped = _check({"t/test_m.py::test_a": "passed", "t/test_j.py::test_j": "failed"})
+    assert stopped.state == "off" and "judged test did not pass" in stopped.note
     # a stream forged for the judged tests only (what a forger who cannot tell the canaries apart lists)
     assert _check({"t/test_j.py::test_j": "passed"}).state == "fired"
     # the repository's configuration or hooks: the check is off, never tampering
