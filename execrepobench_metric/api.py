@@ -36,7 +36,7 @@ from .scoring import edit_similarity, latex_row, summarize
 
 # What a result holds besides the scores: where and how it was judged, the LaTeX row, per-completion rows.
 REPORT_KEYS = ("sandbox", "sandbox_note", "executor", "latex", "artifacts_base", "details", "budgets",
-               "suspicious_reasons")
+               "suspicious_reasons", "canaries")
 
 
 def split_result(result: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -162,6 +162,8 @@ def compute(predictions: Sequence[Any], references: Sequence[Any], *, k: Sequenc
     result["suspicious"] = sum(1 for row in verdicts for v in row if v.suspicious)
     result["suspicious_passed"] = sum(1 for row in verdicts for v in row if v.suspicious and v.passed)
     result["suspicious_reasons"] = dict(flagged.most_common())
+    # the canary check of each judged run (held / off / fired; "none": no run, e.g. a known verdict)
+    result["canaries"] = dict(Counter(v.canaries.split(":", 1)[0] or "none" for row in verdicts for v in row))
     if kept is not None:
         result["cutoff"] = kept
     result["artifacts_base"] = str(artifacts.parent)  # each row's `artifacts` is relative to it
