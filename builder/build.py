@@ -26,6 +26,7 @@ from tqdm import tqdm
 from execrepobench_dataset.measurements import MEASUREMENTS_FILE, Measurements, read_measurements, write_measurements
 from execrepobench_dataset.record import Sample, make_sample_id, read_jsonl, write_jsonl
 from execrepobench_dataset.repo_record import RepoRecord, read_repo_records, write_repo_records
+from execrepobench_dataset.schemes import BUILD_SCHEMES
 from execrepobench_dataset.stats import compute_statistics
 from execrepobench_dataset.version import __version__
 from execrepobench_metric.executors import Executor, ExecutorConfig, open_executor
@@ -33,18 +34,17 @@ from execrepobench_metric.isolation import Isolation, decide_isolation
 from execrepobench_metric.measured import keep as keep_measurements
 
 from .baseline import Baseline, BaselineError, CoverageError
-from .context import CONTEXT_SCHEME, RepoContextIndex
+from .context import RepoContextIndex
 from .lock import EnvError
 from .manifest import Manifest, RepoSpec, with_resolution_date
 from .masking import MaskConfig, MaskResult, Region, candidate_files, sample_masks, split
-from .mix import MIX_NAME, level_mask
+from .mix import level_mask
 from .prepare import prepare
 from .records import with_files
 from .repo_files import context_pool, read_pool, write_atomic
 from .sources import SourceError, fetch
 from .repo_verification import verify_repo
 from .testlayout import NoTestsFound, modules_with_tests
-from .verify import GUARD_RECORDING, VERIFY_SCHEME
 
 # Errors whose message says it all; any other exception is reported with its traceback.
 REPO_ERRORS = (SourceError, EnvError, BaselineError, NoTestsFound)
@@ -88,10 +88,9 @@ def _inputs_hash(spec: RepoSpec, config: BuildConfig, mask: MaskConfig, isolatio
     mask_fields = {f.name: getattr(mask, f.name) for f in fields(mask)}
     data = {"spec": asdict(spec), "seed": config.manifest.seed, "mask": mask_fields, "isolation": str(isolation),
             "baseline_runs": config.baseline_runs, "builder": __version__,
-            "oversample": config.oversample, "gt_runs": config.gt_runs, "guard": GUARD_RECORDING, "verify": VERIFY_SCHEME,
-            "selection_floor": dict(config.selection_floor), "mix": MIX_NAME,
+            "oversample": config.oversample, "gt_runs": config.gt_runs, "selection_floor": dict(config.selection_floor),
             "mutants": [config.mutants, config.min_mutant_kill], "context_tests": config.context_tests,
-            "context": CONTEXT_SCHEME}
+            **BUILD_SCHEMES}
     if spec.name in config.regions or spec.name in config.sample_fields:  # only live builds: other hashes unchanged
         data.update(region=getattr(config.regions.get(spec.name), "digest", None),
                     sample_fields=dict(config.sample_fields.get(spec.name, {})))

@@ -26,12 +26,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from execrepobench_dataset.repo_record import RepoRecord, environment_key
+from execrepobench_dataset.schemes import ENV_JSON_SCHEMA
 
 from .bytecode import compile_environment, is_compiled
 from .layout import env_dir, envs_dir
 from .sources import fetch_pinned
 
-ENV_JSON_SCHEMA = 2
 _HASH_OPT = re.compile(r"\s--hash=")
 
 

@@ -9,8 +9,9 @@ from execrepobench.builder.selection import covering_first
 from execrepobench.builder.workload import HANG_EXPR, KINDS, never_terminating, reformatted, workload
 import pytest
 
-from execrepobench_dataset.measurements import MEASUREMENTS_SCHEME, Measurements, SampleTiming
+from execrepobench_dataset.measurements import Measurements, SampleTiming
 from execrepobench_dataset.record import RecordError, Sample
+from execrepobench_dataset.schemes import MEASUREMENTS_SCHEME
 from execrepobench_metric import budget as budget_module
 from execrepobench_metric.budget import (BUDGET_FACTOR, BUDGET_FLOOR_S, DEFAULT_TIMEOUT_S, PHASE_FACTOR,
                                          PHASE_FLOOR_S, TEST_FACTOR, TEST_FLOOR_S, WALL_FLOOR_S, Budget,
