@@ -150,21 +150,35 @@ def built_minirepo(tmp_path_factory, private_cache):
             "test_command": first.test_command, "report": rep, "out": base / "out"}
 
 
-def make_sample(built, file_name, middle, judged=(), fill_type="grammar-based: statement", occurrence=0):
-    """A sample masking the `occurrence`-th `middle` in `file_name` of a built repository."""
+def make_sample(built: dict | None = None, file_name: str = "m.py", middle: str = "x", judged=(),
+                fill_type: str = "grammar-based: statement", occurrence: int = 0, *, text: str | None = None,
+                prefix_code: str = "", suffix_code: str = "\n", **fields):
+    """The one way tests make a `Sample`.  The masked file is `built`'s file `file_name` (a repository
+    made by the real builder: `built_minirepo`, `prepared_repo`) or `text`, and `middle` is its
+    `occurrence`-th occurrence there; without either the file is prefix_code + middle + suffix_code.
+    Every other field of the record is a keyword in `fields` and overrides the default: sample_id (the
+    content hash by default), repo_name ("minirepo" for a built repository, else "r"), repo_source and
+    env_key (the built repository's), test_command, node_type, context_code, ..."""
     from execrepobench_dataset.record import Sample, make_sample_id
 
-    text = (built["root"] / file_name).read_text(encoding="utf-8")
-    start = -1
-    for _ in range(occurrence + 1):
-        start = text.index(middle, start + 1)
-    prefix, suffix = text[:start], text[start + len(middle):]
-    return Sample(sample_id=make_sample_id(built["pinned"], file_name, prefix, middle, suffix, fill_type),
-                  repo_name="minirepo", repo_source=built["pinned"], file_name=file_name, prefix_code=prefix,
-                  middle_code=middle, suffix_code=suffix, context_code=(), fill_type=fill_type,
-                  node_type="return_statement", middle_start_byte=len(prefix.encode()),
-                  middle_end_byte=len((prefix + middle).encode()), env_key=built["env_key"], seed=0,
-                  builder_version="test", test_command=tuple(built["test_command"]), judged_tests=tuple(judged))
+    if built is not None or text is not None:
+        text = (built["root"] / file_name).read_text(encoding="utf-8") if text is None else text
+        start = -1
+        for _ in range(occurrence + 1):
+            start = text.index(middle, start + 1)
+        prefix_code, suffix_code = text[:start], text[start + len(middle):]
+    record = {"repo_name": "r", "repo_source": "pypi:r==1", "env_key": "k", "context_code": (),
+              "node_type": "return_statement", "seed": 0, "builder_version": "test", "test_command": ()}
+    if built is not None:
+        record.update(repo_name="minirepo", repo_source=built["pinned"], env_key=built["env_key"],
+                      test_command=tuple(built["test_command"]))
+    record.update(file_name=file_name, prefix_code=prefix_code, middle_code=middle, suffix_code=suffix_code,
+                  fill_type=fill_type, judged_tests=tuple(judged), middle_start_byte=len(prefix_code.encode()),
+                  middle_end_byte=len((prefix_code + middle).encode()))
+    record.update(fields)
+    record.setdefault("sample_id", make_sample_id(record["repo_source"], file_name, prefix_code, middle, suffix_code,
+                                                  fill_type))
+    return Sample(**record)
 
 
 def prepared_local_repo(base: Path, repo: Path) -> dict:

@@ -68,11 +68,9 @@ def _samples() -> list[Sample]:
         indent = middle[:len(middle) - len(middle.lstrip())]
         prefix, middle = prefix + indent, middle[len(indent):]  # the cursor after the indentation
         context = tuple(ContextFile(p, c) for p, c in files.items() if p != name)
-        out.append(Sample(sample_id=f"tiny-{i}", repo_name="minirepo", repo_source="path:/minirepo#tree=0",
-                          file_name=name, prefix_code=prefix, middle_code=middle, suffix_code=suffix,
-                          context_code=context, fill_type="Random Single-line Completion", node_type="line",
-                          middle_start_byte=len(prefix.encode()), middle_end_byte=len((prefix + middle).encode()),
-                          env_key="k", seed=0, builder_version="test"))
+        out.append(make_sample(file_name=name, middle=middle, fill_type="Random Single-line Completion",
+                               prefix_code=prefix, suffix_code=suffix, sample_id=f"tiny-{i}", repo_name="minirepo",
+                               repo_source="path:/minirepo#tree=0", context_code=context, node_type="line"))
     return out
 
 
