@@ -17,9 +17,8 @@ from execrepobench.builder.verify import verify_one
 from execrepobench_metric.guard import GuardSetup, read_evidence, verify_lines
 from execrepobench_metric.isolation import Isolation
 from execrepobench_metric.judge import JudgeConfig, judge
-from execrepobench_metric.sandbox import strong_available
 
-needs_bwrap = pytest.mark.skipif(strong_available() is not None, reason=f"no bwrap sandbox: {strong_available()}")
+needs_bwrap = pytest.mark.sandbox
 CLAMP_TESTS = ("tests/test_mathx.py::test_clamp_inside", "tests/test_mathx.py::test_clamp_edges")
 ON, OFF = JudgeConfig(timeout_s=60), JudgeConfig(timeout_s=60, guard="off")
 

@@ -8,10 +8,8 @@ import guard_attacks as corpus
 from conftest import make_sample, prepared_repo
 from execrepobench.builder.verify import verify_one
 from execrepobench_metric.judge import JudgeConfig, judge
-from execrepobench_metric.sandbox import strong_available
 
-pytestmark = [pytest.mark.pypi,
-              pytest.mark.skipif(strong_available() is not None, reason=f"no bwrap sandbox: {strong_available()}")]
+pytestmark = [pytest.mark.pypi, pytest.mark.sandbox]
 # Without the guard every test runs (fail_fast off), as in the official procedure: stopping at the first
 # failure happens to end some attacks early, and that must not be what the corpus shows to catch them.
 ON, OFF = JudgeConfig(timeout_s=120), JudgeConfig(timeout_s=120, guard="off", fail_fast=False)

@@ -14,7 +14,6 @@ from conftest import make_sample, prepared_repo
 from execrepobench.builder.verify import verify_one
 from execrepobench_dataset.record import FILL_BLOCK, Sample
 from execrepobench_metric.judge import JudgeConfig, judge
-from execrepobench_metric.sandbox import strong_available
 from honest_corpus import DOCREPO_MANIFEST, ast_mutants, collected_ids, fill_of, honest_completions, write_docrepo
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.slow]
@@ -90,8 +89,6 @@ def docrepo(tmp_path_factory):
 
 
 def test_honest_wrong_completions_are_never_tampering_on_doctests(docrepo, monkeypatch):
-    if strong_available() is not None:
-        pytest.skip("no bwrap")
     monkeypatch.setenv("EXECREPOBENCH_CACHE", docrepo["cache"])
     _check(_judge_all(docrepo["samples"]), docrepo["samples"])
 

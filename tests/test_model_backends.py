@@ -23,14 +23,11 @@ from pathlib import Path
 import pytest
 
 os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")  # vLLM's engine in-process: starts in seconds on CPU
-for _module in ("torch", "transformers", "vllm"):
-    if os.environ.get("EXECREPOBENCH_REQUIRE_MODELS") == "1":  # scripts/test.sh: a missing backend FAILS there
-        __import__(_module)
-    else:
-        pytest.importorskip(_module, reason="the model environment: run `bash scripts/setup-model-env.sh`, then "
-                                            "`.venv-models/bin/python -m pytest tests/test_model_backends.py`")
 
-from conftest import FIXTURES, make_sample  # noqa: E402
+from conftest import FIXTURES, make_sample, require  # noqa: E402
+
+require("models", at_import=True)  # skipped without the model environment; FAILS in part 2 of scripts/test.sh
+
 from model_fixture import NAME, make_tiny_model  # noqa: E402
 
 from execrepobench.runner.backends.base import Request, get_backend  # noqa: E402

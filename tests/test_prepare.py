@@ -16,9 +16,8 @@ from execrepobench_metric.environments import EnvError, ensure_environment, find
 from execrepobench_metric.fills import null_fill
 from execrepobench_metric.layout import CACHE_ENV_VAR, sources_dir
 from execrepobench_metric.prepare import EnvironmentsMissing
-from execrepobench_metric.sandbox import strong_available
 
-pytestmark = pytest.mark.skipif(strong_available() is not None, reason="no bwrap sandbox")
+pytestmark = pytest.mark.sandbox
 
 
 @pytest.fixture(scope="module")

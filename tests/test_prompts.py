@@ -1,4 +1,4 @@
-"""Tests for runner/prompts.py: token budgets with a whitespace tokenizer, and with a real BPE (importorskip)."""
+"""Tests for runner/prompts.py: token budgets with a whitespace tokenizer, and with a real BPE (the `test` extra's tokenizers)."""
 from __future__ import annotations
 
 import json
@@ -178,7 +178,7 @@ QWEN_SPECIALS = ["<|endoftext|>", "<|fim_prefix|>", "<|fim_middle|>", "<|fim_suf
 
 @pytest.fixture(scope="module")
 def bpe(tmp_path_factory):
-    tokenizers = pytest.importorskip("tokenizers")
+    import tokenizers  # the `test` extra
     from tokenizers import decoders, models, pre_tokenizers, trainers
 
     import json as json_mod
