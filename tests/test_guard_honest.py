@@ -155,10 +155,10 @@ pytest_args = ["--doctest-modules", "--ignore=benchmark"]
 # test/test_internal.py); the third repository of the honest corpus (issue 25: >= 3 with doctests)
 TABULATE_SITES = [
     'if pos >= 0:\n                return len(string) - pos - 1\n            else:\n                return -1  # no point',
-    'try:\n        conv(string)\n        return True\n    except (ValueError, TypeError):\n        return False',
+    'pos = string.rfind(".")\n            pos = string.lower().rfind("e") if pos < 0 else pos',
     'if isinstance(s, str):\n        return _ansi_codes.sub(r"\\4", s)\n    else:  # a bytestring\n'
     '        return _ansi_codes_bytes.sub(r"\\4", s)',
-    'if isinstance(s, (str, bytes)):\n        return len_fn(_strip_ansi(s))\n    else:\n        return len_fn(str(s))',
+    'moregeneric = max(types.get(type1, 5), types.get(type2, 5))\n    return invtypes[moregeneric]',
 ]
 
 
