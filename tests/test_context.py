@@ -5,8 +5,6 @@ import importlib.util
 import pathlib
 import random
 
-import pytest
-
 from execrepobench.builder.context import RepoContextIndex, imported_paths, tokenize
 from execrepobench_dataset.record import ContextFile
 

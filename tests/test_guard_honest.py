@@ -170,7 +170,8 @@ def tabulate_repo(tmp_path_factory):
         assert "tabulate/__init__.py::tabulate._afterpoint" in judged, ids
         samples = []
         for middle in TABULATE_SITES:
-            outcome = verify_one(sample_of(built, "tabulate", "tabulate/__init__.py", middle, judged), ON)
+            outcome = verify_one(make_sample(built, "tabulate/__init__.py", middle, judged, fill_of(middle), repo_name="tabulate",
+                                             node_type="statement"), ON)
             assert outcome.kept, (middle, outcome)
             samples.append(outcome.sample)
     finally:
