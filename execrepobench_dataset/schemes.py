@@ -22,6 +22,7 @@ import sys
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from types import MappingProxyType
 from typing import Mapping
 
 # ------------------------------------------------------------------------------------------ set by hand
@@ -53,11 +54,12 @@ CONTEXT_SCHEME = 2
 """How a sample's cross-file context is ranked (`builder/context.py`).  PUBLISHED (build inputs hash, the
 release lock's scheme): a change rebuilds every repository."""
 
-BUILD_SCHEMES = {"guard": GUARD_RECORDING, "verify": VERIFY_SCHEME, "mix": MIX_NAME, "context": CONTEXT_SCHEME}
+BUILD_SCHEMES = MappingProxyType({"guard": GUARD_RECORDING, "verify": VERIFY_SCHEME, "mix": MIX_NAME,
+                                  "context": CONTEXT_SCHEME})
 """The identifiers in every repository's build inputs hash (`builder/build.py`), under these keys: a change
 of any rebuilds the repository instead of reusing its finished folder."""
 
-RELEASE_SCHEMES = {**BUILD_SCHEMES, "lock": LOCK_SCHEMA, "env_key": ENV_KEY_SCHEMA}
+RELEASE_SCHEMES = MappingProxyType({**BUILD_SCHEMES, "lock": LOCK_SCHEMA, "env_key": ENV_KEY_SCHEMA})
 """The identifiers in the release lock's `scheme_id` (with the package version), under these keys: every
 identifier that changes what a build of the same manifest makes; a change means every packaged
 `*.lock.json` must be written again from a real build."""
