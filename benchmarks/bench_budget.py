@@ -25,7 +25,7 @@ from pathlib import Path
 from execrepobench.builder.workload import reformatted
 from execrepobench_dataset.load import open_dataset
 from execrepobench_metric.budget import budgets_for, run_limits
-from execrepobench_metric.isolation import decide_isolation
+from execrepobench_metric.sandbox import decide_isolation
 from execrepobench_metric.judge import JudgeConfig, judge
 
 sys.path.insert(0, str(Path(__file__).parent))

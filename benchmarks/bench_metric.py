@@ -31,7 +31,7 @@ from pathlib import Path
 
 from execrepobench.builder.workload import workload
 from execrepobench_metric.environments import find_environment
-from execrepobench_metric.isolation import decide_isolation
+from execrepobench_metric.sandbox import decide_isolation
 from execrepobench_dataset.load import open_dataset
 from execrepobench_metric.budget import budgets_for
 from execrepobench_metric.judge import JudgeConfig, Verdict, judge

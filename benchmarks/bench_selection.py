@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from execrepobench.builder.agreement import agreement
-from execrepobench_metric.isolation import decide_isolation
+from execrepobench_metric.sandbox import decide_isolation
 from execrepobench_metric.judge import JudgeConfig
 
 sys.path.insert(0, str(Path(__file__).parent))

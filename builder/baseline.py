@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from execrepobench_metric.environments import Environment
-from execrepobench_metric.isolation import Isolation
+from execrepobench_metric.sandbox import Isolation
 from execrepobench_metric.judge import protected_paths
 from execrepobench_metric.junit import PASSED, SKIPPED
 from execrepobench_metric.limits import Limits

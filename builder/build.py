@@ -28,8 +28,9 @@ from execrepobench_dataset.record import Sample, make_sample_id, read_jsonl, wri
 from execrepobench_dataset.repo_record import RepoRecord, read_repo_records, write_repo_records
 from execrepobench_dataset.stats import compute_statistics
 from execrepobench_dataset.version import __version__
-from execrepobench_metric.executors import Executor, ExecutorConfig, open_executor
-from execrepobench_metric.isolation import Isolation, decide_isolation
+from execrepobench_metric.executors.base import Executor, ExecutorConfig
+from execrepobench_metric.executors.registry import open_executor
+from execrepobench_metric.sandbox import Isolation, decide_isolation
 from execrepobench_metric.measured import keep as keep_measurements
 
 from .baseline import Baseline, BaselineError, CoverageError

@@ -11,8 +11,8 @@ from execrepobench_dataset.measurements import MEASUREMENTS_SCHEME, Measurements
 from execrepobench_dataset.record import Sample
 from execrepobench_dataset.repo_record import RepoRecord
 from execrepobench_metric.calibration import calibration_s, machine
-from execrepobench_metric.executors import Executor
-from execrepobench_metric.isolation import Isolation
+from execrepobench_metric.executors.base import Executor
+from execrepobench_metric.sandbox import Isolation
 from execrepobench_metric.judge import JudgeConfig
 
 from .baseline import Baseline

@@ -42,7 +42,7 @@ from execrepobench_dataset.measurements import SampleTiming
 from execrepobench_dataset.record import Sample
 from execrepobench_dataset.repo_record import RepoRecord
 from execrepobench_metric.budget import Budget, time_budget
-from execrepobench_metric.executors import Batch, Executor, split
+from execrepobench_metric.executors.base import Batch, Executor, split
 from execrepobench_metric.executors.local import LocalExecutor
 from execrepobench_metric.fills import null_fill
 from execrepobench_metric.judge import JudgeConfig, judge_safely

@@ -26,7 +26,8 @@ from .cutoff import apply_cutoff
 from .engine import EngineConfig, judge_all, require_opt_in
 from .environments import environment_record
 from .evidence import default_root
-from .executors import ExecutorConfig, open_executor, require_executor
+from .executors.base import ExecutorConfig
+from .executors.registry import open_executor, require_executor
 from .inputs import SELECTIONS, InputError, check_inputs, check_prediction  # noqa: F401  (SELECTIONS: public here)
 from .judge import REASONS, JudgeConfig
 from .measured import describe, measurements_for

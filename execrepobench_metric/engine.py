@@ -28,8 +28,9 @@ from execrepobench_dataset.repo_record import RepoRecord
 
 from .budget import Budget
 from .evidence import EvidenceStore, pack_folder, unpack_folder
-from .executors import Batch, Executor, ExecutorConfig, open_executor, split
-from .isolation import decide_isolation
+from .executors.base import Batch, Executor, ExecutorConfig, split
+from .executors.registry import open_executor
+from .sandbox import decide_isolation
 from .judge import JudgeConfig, Verdict, judge_safely
 from .layout import cache_root
 

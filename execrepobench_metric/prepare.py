@@ -25,7 +25,7 @@ from execrepobench_dataset.repo_record import RepoRecord
 
 from .environments import ensure_environment, find_environment
 from .fills import null_fill
-from .isolation import decide_isolation
+from .sandbox import decide_isolation
 from .measured import keep as keep_measurements
 from .judge import JudgeConfig, judge
 from .layout import cache_root

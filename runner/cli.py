@@ -50,7 +50,7 @@ def _add_build(p: argparse.ArgumentParser) -> None:
 
 def _run_build(args: argparse.Namespace) -> int:
     from execrepobench.builder.build import BuildConfig, build
-    from execrepobench_metric.executors import ExecutorConfig, ExecutorUnavailable
+    from execrepobench_metric.executors.base import ExecutorConfig, ExecutorUnavailable
     from execrepobench.builder.manifest import (ManifestError, default_manifest_path, load_manifest,
                                                 quickstart_manifest_path)
 
@@ -74,7 +74,7 @@ def _run_build(args: argparse.Namespace) -> int:
                          progress=not args.no_progress, allow_weak_sandbox=args.allow_weak_sandbox,
                          executor=ExecutorConfig(args.executor, args.ray_address), mutants=args.mutants,
                          min_mutant_kill=args.min_mutant_kill, context_tests=args.context_with_tests)
-    from execrepobench_metric.isolation import SandboxUnavailable
+    from execrepobench_metric.sandbox import SandboxUnavailable
 
     try:
         summary = build(config)
@@ -142,9 +142,9 @@ def _run_evaluate(args: argparse.Namespace) -> int:
     from execrepobench_metric.api import HarnessError, InputError, compute
     from execrepobench_metric.cutoff import check_cutoff, describe, released_after
     from execrepobench_metric.engine import ExecutionNotAllowed
-    from execrepobench_metric.executors import ExecutorUnavailable
+    from execrepobench_metric.executors.base import ExecutorUnavailable
     from execrepobench_metric.fills import null_fill
-    from execrepobench_metric.isolation import SandboxUnavailable
+    from execrepobench_metric.sandbox import SandboxUnavailable
     from execrepobench_metric.prepare import EnvironmentsMissing
 
     try:
@@ -267,8 +267,8 @@ def _run_run(args: argparse.Namespace) -> int:
     from execrepobench_dataset.record import RecordError
     from execrepobench_metric.api import HarnessError, InputError
     from execrepobench_metric.engine import ExecutionNotAllowed
-    from execrepobench_metric.executors import ExecutorUnavailable
-    from execrepobench_metric.isolation import SandboxUnavailable
+    from execrepobench_metric.executors.base import ExecutorUnavailable
+    from execrepobench_metric.sandbox import SandboxUnavailable
     from execrepobench_metric.prepare import EnvironmentsMissing
 
     from execrepobench.builder.manifest import default_manifest_path

@@ -186,7 +186,7 @@ def prepared_repo(manifest_text: str, base: Path) -> dict:
     from execrepobench.builder.manifest import parse_manifest
     from execrepobench.builder.prepare import prepare
     from execrepobench.builder.sources import fetch
-    from execrepobench_metric.isolation import decide_isolation
+    from execrepobench_metric.sandbox import decide_isolation
 
     manifest = parse_manifest(manifest_text, base)
     spec = manifest.repos[0]

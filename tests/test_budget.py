@@ -165,7 +165,7 @@ def test_old_records_budget_fields_are_measurements_and_dropped():
 
 def test_tests_that_flipped_at_baseline_are_kept_only_when_every_rerun_passes(monkeypatch, tmp_path):
     from execrepobench.builder import baseline as baseline_module
-    from execrepobench_metric.isolation import Isolation
+    from execrepobench_metric.sandbox import Isolation
     from execrepobench_metric.pytest_run import PytestInvocation
 
     outcomes = iter([{"a": "passed", "b": "failed", "c": "passed"}, {"a": "passed", "b": "passed", "c": "passed"}])

@@ -16,7 +16,7 @@ import pytest
 
 from conftest import make_sample
 from execrepobench_dataset.record import write_jsonl
-from execrepobench_metric.isolation import Isolation, decide_isolation
+from execrepobench_metric.sandbox import Isolation, decide_isolation
 from execrepobench_metric.limits import Limits, PidsCgroup
 from execrepobench_metric.process import run_command
 

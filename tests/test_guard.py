@@ -15,9 +15,8 @@ from conftest import make_sample, prepared_local_repo
 from execrepobench.builder.ground_truth import check_ground_truth
 from execrepobench.builder.verify import verify_one
 from execrepobench_metric.guard import GuardSetup, read_evidence, verify_lines
-from execrepobench_metric.isolation import Isolation
 from execrepobench_metric.judge import JudgeConfig, judge
-from execrepobench_metric.sandbox import strong_available
+from execrepobench_metric.sandbox import Isolation, strong_available
 
 needs_bwrap = pytest.mark.skipif(strong_available() is not None, reason=f"no bwrap sandbox: {strong_available()}")
 CLAMP_TESTS = ("tests/test_mathx.py::test_clamp_inside", "tests/test_mathx.py::test_clamp_edges")

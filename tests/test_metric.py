@@ -10,7 +10,7 @@ from execrepobench_dataset.record import read_jsonl, write_jsonl
 from execrepobench_metric import api
 from execrepobench_metric.environments import find_environment
 from execrepobench_metric.judge import JudgeConfig, judge
-from execrepobench_metric.isolation import Isolation, SandboxUnavailable, decide_isolation
+from execrepobench_metric.sandbox import Isolation, SandboxUnavailable, decide_isolation
 
 METRIC_DIR = Path(__file__).parents[1] / "execrepobench_metric"
 needs_bwrap = pytest.mark.sandbox

@@ -172,7 +172,7 @@ def test_a_node_that_cannot_make_the_environment_gives_harness_errors(built_mini
 def test_builder_verification_on_ray_keeps_the_same_samples(built_minirepo, cluster, tmp_path):
     from execrepobench.builder.build import BuildConfig, build
     from execrepobench.builder.manifest import parse_manifest
-    from execrepobench_metric.executors import ExecutorConfig
+    from execrepobench_metric.executors.base import ExecutorConfig
 
     from conftest import FIXTURES
 
@@ -196,7 +196,8 @@ def test_builder_verification_on_ray_keeps_the_same_samples(built_minirepo, clus
 
 
 def test_a_task_no_node_can_hold_is_refused_not_left_waiting(cluster):
-    from execrepobench_metric.executors import ExecutorConfig, ExecutorUnavailable, open_executor
+    from execrepobench_metric.executors.base import ExecutorConfig, ExecutorUnavailable
+    from execrepobench_metric.executors.registry import open_executor
     from execrepobench_metric.judge import JudgeConfig
     from execrepobench_metric.limits import Limits
 

@@ -32,13 +32,12 @@ from ray.exceptions import RayError
 from execrepobench_dataset.repo_record import RepoRecord
 
 from ..environments import find_environment
-from ..isolation import Isolation
 from ..judge import JudgeConfig
 from ..layout import cache_root
 from ..prepare import PrepareConfig, prepare_repository
-from ..sandbox import strong_available
+from ..sandbox import Isolation, strong_available
 from ..sources import pack_path_snapshot, unpack_path_snapshot
-from . import Batch, Done, Executor, ExecutorConfig, ExecutorUnavailable
+from .base import Batch, Done, Executor, ExecutorConfig, ExecutorUnavailable
 
 _READY: dict[tuple, str] = {}  # per worker process: (job, env key, gold ids, isolation) -> "" or why not
 
