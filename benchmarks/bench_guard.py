@@ -23,7 +23,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from execrepobench.builder.agreement import compiles_in_place
-from execrepobench_metric.judge import JudgeConfig, judge
+from execrepobench_metric.execution.judge import JudgeConfig, judge
 
 sys.path.insert(0, str(Path(__file__).parent))
 sys.path.insert(0, str(Path(__file__).parents[1] / "tests"))
