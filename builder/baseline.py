@@ -14,13 +14,13 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from execrepobench_metric.environments import Environment
-from execrepobench_metric.isolation import Isolation
-from execrepobench_metric.judge import protected_paths
-from execrepobench_metric.junit import PASSED, SKIPPED
-from execrepobench_metric.limits import Limits
-from execrepobench_metric.process import run_command
-from execrepobench_metric.pytest_run import PytestInvocation, run_pytest
+from execrepobench_metric.environments.venvs import Environment
+from execrepobench_metric.execution.judge import protected_paths
+from execrepobench_metric.execution.junit import PASSED, SKIPPED
+from execrepobench_metric.execution.limits import Limits
+from execrepobench_metric.execution.process import run_command
+from execrepobench_metric.execution.pytest_run import PytestInvocation, run_pytest
+from execrepobench_metric.execution.sandbox import Isolation
 
 from .manifest import RepoSpec
 

@@ -29,9 +29,10 @@ from execrepobench_dataset.repo_record import RepoRecord, read_repo_records, wri
 from execrepobench_dataset.schemes import BUILD_SCHEMES
 from execrepobench_dataset.stats import compute_statistics
 from execrepobench_dataset.version import __version__
-from execrepobench_metric.executors import Executor, ExecutorConfig, open_executor
-from execrepobench_metric.isolation import Isolation, decide_isolation
-from execrepobench_metric.measured import keep as keep_measurements
+from execrepobench_metric.environments.measured import keep as keep_measurements
+from execrepobench_metric.execution.executors.base import Executor, ExecutorConfig
+from execrepobench_metric.execution.executors.registry import open_executor
+from execrepobench_metric.execution.sandbox import Isolation, decide_isolation
 
 from .baseline import Baseline, BaselineError, CoverageError
 from .context import RepoContextIndex

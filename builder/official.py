@@ -30,8 +30,8 @@ from execrepobench_dataset.record import (FILL_TYPES, ContextFile, RecordError, 
                                           write_jsonl)
 from execrepobench_dataset.repo_record import RepoRecord, write_repo_records
 from execrepobench_dataset.version import __version__
-from execrepobench_metric.isolation import decide_isolation
-from execrepobench_metric.judge import JudgeConfig
+from execrepobench_metric.execution.judge import JudgeConfig
+from execrepobench_metric.execution.sandbox import decide_isolation
 
 from .baseline import Baseline
 from .build import error_entry

@@ -11,10 +11,10 @@ from execrepobench_dataset.measurements import Measurements
 from execrepobench_dataset.record import Sample
 from execrepobench_dataset.repo_record import RepoRecord
 from execrepobench_dataset.schemes import MEASUREMENTS_SCHEME
-from execrepobench_metric.calibration import calibration_s, machine
-from execrepobench_metric.executors import Executor
-from execrepobench_metric.isolation import Isolation
-from execrepobench_metric.judge import JudgeConfig
+from execrepobench_metric.execution.calibration import calibration_s, machine
+from execrepobench_metric.execution.executors.base import Executor
+from execrepobench_metric.execution.judge import JudgeConfig
+from execrepobench_metric.execution.sandbox import Isolation
 
 from .baseline import Baseline
 from .mix import level_quotas, verify_to_quotas

@@ -1,7 +1,7 @@
 """Fetch a RepoSpec (a manifest entry) into a pinned, unpacked source tree in the cache.
 
 The pinned-source machinery (pypi sdists, git clones, safe unpacking) lives on the metric floor
-(`execrepobench_metric.sources`), where `prepare` fetches published sources too.  What only the builder
+(`execrepobench_metric.environments.sources`), where `prepare` fetches published sources too.  What only the builder
 does stays here: pinning a manifest entry, and snapshotting a local `path:` folder.  A path source is
 identified by a hash of its (tracked) files, which are copied into sources_dir()/path-NAME-HASH12 (the
 checkout itself is never modified); its pinned spec, `path:NAME#tree=HASH`, names no folder of this
@@ -17,8 +17,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from execrepobench_metric.sources import (SourceError, fetch_git, fetch_pypi, file_sha256, path_snapshot_dir,
-                                          project_root, safe_extract)
+from execrepobench_metric.environments.sources import (SourceError, fetch_git, fetch_pypi, file_sha256,
+                                                       path_snapshot_dir, project_root, safe_extract)
 
 from .manifest import RepoSpec, parse_source
 

@@ -76,7 +76,7 @@ KNOWN_MEASUREMENTS_SCHEMES = (MEASUREMENTS_SCHEME,)
 """The measurement schemes this version reads; keep an old one here while its data is still read."""
 
 ENV_JSON_SCHEMA = 2
-"""The layout of an environment folder's `env.json` (`execrepobench_metric/environments.py`).  Cache only:
+"""The layout of an environment folder's `env.json` (`execrepobench_metric/environments/venvs.py`).  Cache only:
 a change makes every cached environment again (minutes each)."""
 
 INDEX_CACHE_SCHEMA = 1
@@ -107,13 +107,13 @@ class DerivedKey:
         return _key_value(self.modules, self.own_modules, self.resources)
 
 
-JUDGEMENT_CODE = DerivedKey(modules=("execrepobench_metric.engine",),
-                            resources=(("execrepobench_metric", "pytest_plugin/*.py"),))
+JUDGEMENT_CODE = DerivedKey(modules=("execrepobench_metric.execution.engine",),
+                            resources=(("execrepobench_metric.execution", "pytest_plugin/*.py"),))
 """The code a judgement runs (the engine, judge, sandbox, guard, budgets, ... and the pytest plugin inside
 the judged run); replaces the hand-bumped ENGINE_VERSION.  Cache only: part of every result-cache key and
-resume-journal key (`execrepobench_metric.engine.result_key`): a change judges every completion again."""
+resume-journal key (`execrepobench_metric.execution.engine.result_key`): a change judges every completion again."""
 
-BYTECODE_CODE = DerivedKey(own_modules=("execrepobench_metric.bytecode",))
+BYTECODE_CODE = DerivedKey(own_modules=("execrepobench_metric.environments.bytecode",))
 """What `bytecode.compile_environment` compiles and how; replaces the hand-bumped BYTECODE_SCHEME.  Cache
 only: in each environment's `bytecode.json`; a change compiles every environment again (seconds each)."""
 

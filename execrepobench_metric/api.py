@@ -21,16 +21,17 @@ from execrepobench_dataset.load import OpenedDataset, open_dataset
 from execrepobench_dataset.record import Sample
 from execrepobench_dataset.repo_record import RepoRecord
 
-from .budget import budgets_for
 from .cutoff import apply_cutoff
-from .engine import EngineConfig, judge_all, require_opt_in
-from .environments import environment_record
-from .evidence import default_root
-from .executors import ExecutorConfig, open_executor, require_executor
+from .environments.measured import describe, measurements_for
+from .environments.prepare import EnvironmentsMissing, PrepareConfig, ensure_prepared
+from .environments.venvs import environment_record
+from .execution.budget import budgets_for
+from .execution.engine import EngineConfig, judge_all, require_opt_in
+from .execution.evidence import default_root
+from .execution.executors.base import ExecutorConfig
+from .execution.executors.registry import open_executor, require_executor
+from .execution.judge import REASONS, JudgeConfig
 from .inputs import SELECTIONS, InputError, check_inputs, check_prediction  # noqa: F401  (SELECTIONS: public here)
-from .judge import REASONS, JudgeConfig
-from .measured import describe, measurements_for
-from .prepare import EnvironmentsMissing, PrepareConfig, ensure_prepared
 from .scoring import edit_similarity, latex_row, summarize
 
 

@@ -14,7 +14,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from execrepobench_dataset.record import FILL_TYPES, OPTIONAL_ON_READ, RecordError, Sample
 
-from .pytest_run import PytestInvocation
+from .execution.pytest_run import PytestInvocation
 
 SELECTIONS = ("judged", "suite")
 MAX_LISTED = 20  # problems spelled out in the message; the rest are counted

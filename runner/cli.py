@@ -50,9 +50,9 @@ def _add_build(p: argparse.ArgumentParser) -> None:
 
 def _run_build(args: argparse.Namespace) -> int:
     from execrepobench.builder.build import BuildConfig, build
-    from execrepobench_metric.executors import ExecutorConfig, ExecutorUnavailable
     from execrepobench.builder.manifest import (ManifestError, default_manifest_path, load_manifest,
                                                 quickstart_manifest_path)
+    from execrepobench_metric.execution.executors.base import ExecutorConfig, ExecutorUnavailable
 
     path = args.manifest or (quickstart_manifest_path() if args.quickstart else default_manifest_path())
     try:
@@ -74,7 +74,7 @@ def _run_build(args: argparse.Namespace) -> int:
                          progress=not args.no_progress, allow_weak_sandbox=args.allow_weak_sandbox,
                          executor=ExecutorConfig(args.executor, args.ray_address), mutants=args.mutants,
                          min_mutant_kill=args.min_mutant_kill, context_tests=args.context_with_tests)
-    from execrepobench_metric.isolation import SandboxUnavailable
+    from execrepobench_metric.execution.sandbox import SandboxUnavailable
 
     try:
         summary = build(config)
@@ -136,16 +136,16 @@ def _add_evaluate(p: argparse.ArgumentParser) -> None:
 def _run_evaluate(args: argparse.Namespace) -> int:
     import json
 
+    from execrepobench.runner.report import table, write_error_results, write_results
     from execrepobench_dataset.load import DatasetNotFound, open_dataset
     from execrepobench_dataset.record import RecordError
-    from execrepobench.runner.report import table, write_error_results, write_results
     from execrepobench_metric.api import HarnessError, InputError, compute
     from execrepobench_metric.cutoff import check_cutoff, describe, released_after
-    from execrepobench_metric.engine import ExecutionNotAllowed
-    from execrepobench_metric.executors import ExecutorUnavailable
-    from execrepobench_metric.fills import null_fill
-    from execrepobench_metric.isolation import SandboxUnavailable
-    from execrepobench_metric.prepare import EnvironmentsMissing
+    from execrepobench_metric.environments.prepare import EnvironmentsMissing
+    from execrepobench_metric.execution.engine import ExecutionNotAllowed
+    from execrepobench_metric.execution.executors.base import ExecutorUnavailable
+    from execrepobench_metric.execution.fills import null_fill
+    from execrepobench_metric.execution.sandbox import SandboxUnavailable
 
     try:
         if args.samples and (args.config or args.revision):
@@ -266,10 +266,10 @@ def _run_run(args: argparse.Namespace) -> int:
     from execrepobench.runner.run import BuildFailed, RunConfig, run
     from execrepobench_dataset.record import RecordError
     from execrepobench_metric.api import HarnessError, InputError
-    from execrepobench_metric.engine import ExecutionNotAllowed
-    from execrepobench_metric.executors import ExecutorUnavailable
-    from execrepobench_metric.isolation import SandboxUnavailable
-    from execrepobench_metric.prepare import EnvironmentsMissing
+    from execrepobench_metric.environments.prepare import EnvironmentsMissing
+    from execrepobench_metric.execution.engine import ExecutionNotAllowed
+    from execrepobench_metric.execution.executors.base import ExecutorUnavailable
+    from execrepobench_metric.execution.sandbox import SandboxUnavailable
 
     from execrepobench.builder.manifest import default_manifest_path
     from execrepobench_dataset.load import DatasetNotFound

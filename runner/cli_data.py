@@ -49,7 +49,7 @@ def add_import_official(p: argparse.ArgumentParser) -> None:
 
 def run_import_official(args: argparse.Namespace) -> int:
     from execrepobench.builder.official import OfficialFormatError, import_official
-    from execrepobench_metric.isolation import SandboxUnavailable
+    from execrepobench_metric.execution.sandbox import SandboxUnavailable
 
     try:
         report = import_official(args.jsonl, args.repos, args.out, verify=not args.no_verify, workers=args.workers,

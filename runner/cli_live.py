@@ -36,7 +36,7 @@ def run_live(args: argparse.Namespace) -> int:
     from execrepobench.builder.live.report import live_markdown
     from execrepobench.builder.live.snapshot import LiveConfig, LiveInputError, snapshot
     from execrepobench.builder.live.window import Window, WindowError
-    from execrepobench_metric.isolation import SandboxUnavailable
+    from execrepobench_metric.execution.sandbox import SandboxUnavailable
 
     try:
         window = Window.of(args.after, args.before)

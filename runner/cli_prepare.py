@@ -27,8 +27,8 @@ def add_prepare(p: argparse.ArgumentParser) -> None:
 def run_prepare(args: argparse.Namespace) -> int:
     from execrepobench_dataset.load import DatasetNotFound
     from execrepobench_dataset.record import RecordError
-    from execrepobench_metric.prepare import PrepareConfig, prepare_dataset
-    from execrepobench_metric.isolation import SandboxUnavailable
+    from execrepobench_metric.environments.prepare import PrepareConfig, prepare_dataset
+    from execrepobench_metric.execution.sandbox import SandboxUnavailable
 
     if args.workers < 1 or args.gold_samples < 0:
         print("error: --workers must be >= 1 and --gold-samples >= 0", file=sys.stderr)

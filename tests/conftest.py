@@ -14,7 +14,7 @@ def private_cache(tmp_path_factory) -> Path:
     Session-wide, so session fixtures (a built repository) and the tests using them share it.
     Source downloads may still come from pip's and uv's own caches (real PyPI, fetched once).
     """
-    from execrepobench_metric.layout import CACHE_ENV_VAR
+    from execrepobench_metric.environments.layout import CACHE_ENV_VAR
 
     root = tmp_path_factory.mktemp("execrepobench-cache")
     old = os.environ.get(CACHE_ENV_VAR)
@@ -70,7 +70,7 @@ def hf_hub_cache(tmp_path, offline_hf, monkeypatch) -> Path:
 # scripts/test.sh sets): a green run must have used it.  No test module skips on its own (tests/test_suite_rules.py).
 
 def _no_sandbox() -> str | None:
-    from execrepobench_metric.sandbox import strong_available
+    from execrepobench_metric.execution.sandbox import strong_available
 
     reason = strong_available()
     return f"no bwrap sandbox: {reason}" if reason else None
@@ -96,7 +96,7 @@ def _no_program(*names: str, hint: str):
 
 
 def _no_cgroup() -> str | None:
-    from execrepobench_metric.limits import PidsCgroup
+    from execrepobench_metric.execution.limits import PidsCgroup
 
     group = PidsCgroup.create(16)
     if group is None:
@@ -173,7 +173,7 @@ def built_minirepo(tmp_path_factory, private_cache):
     """The fixture repository built by the real builder (path source, uv env, sandboxed baseline)."""
     from execrepobench.builder.build import BuildConfig, build
     from execrepobench.builder.manifest import parse_manifest
-    from execrepobench_metric.environments import find_environment
+    from execrepobench_metric.environments.venvs import find_environment
 
     base = tmp_path_factory.mktemp("built")
     text = f'[[repo]]\nsource = "path:{FIXTURES / "minirepo"}"\nname = "minirepo"\nsamples_per_repo = 4\n'
@@ -239,7 +239,7 @@ def prepared_repo(manifest_text: str, base: Path) -> dict:
     from execrepobench.builder.manifest import parse_manifest
     from execrepobench.builder.prepare import prepare
     from execrepobench.builder.sources import fetch
-    from execrepobench_metric.isolation import decide_isolation
+    from execrepobench_metric.execution.sandbox import decide_isolation
 
     manifest = parse_manifest(manifest_text, base)
     spec = manifest.repos[0]

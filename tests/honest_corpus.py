@@ -17,7 +17,7 @@ import textwrap
 from pathlib import Path
 
 from execrepobench_dataset.record import FILL_BLOCK, FILL_STATEMENT, Sample
-from execrepobench_metric.fills import null_fill
+from execrepobench_metric.execution.fills import null_fill
 
 from execrepobench.builder.workload import reformatted
 

@@ -13,7 +13,7 @@ import pytest
 from conftest import make_sample, prepared_repo
 from execrepobench.builder.verify import verify_one
 from execrepobench_dataset.record import FILL_BLOCK, Sample
-from execrepobench_metric.judge import JudgeConfig, judge
+from execrepobench_metric.execution.judge import JudgeConfig, judge
 from honest_corpus import DOCREPO_MANIFEST, ast_mutants, collected_ids, fill_of, honest_completions, write_docrepo
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.slow]

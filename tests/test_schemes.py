@@ -62,12 +62,13 @@ def test_the_published_sets_name_the_identifiers_themselves():
 
 def test_the_judgement_key_covers_the_code_that_decides_a_verdict():
     files = schemes.JUDGEMENT_CODE.files()
-    for module in ("engine", "judge", "sandbox", "isolation", "pytest_run", "guard", "guard_verdict", "budget",
-                   "junit", "fills", "limits", "process", "environments"):
+    for module in ("execution.engine", "execution.judge", "execution.sandbox", "execution.pytest_run",
+                   "execution.guard", "execution.guard_verdict", "execution.budget", "execution.junit",
+                   "execution.fills", "execution.limits", "execution.process", "environments.venvs"):
         assert f"execrepobench_metric.{module}" in files, module
     assert "execrepobench_dataset.record" in files  # the Sample a judgement reads
-    plugin = [n for n in files if n.startswith("execrepobench_metric:pytest_plugin/")]
-    assert "execrepobench_metric:pytest_plugin/_execrepobench_collect.py" in plugin and len(plugin) >= 4
+    plugin = [n for n in files if n.startswith("execrepobench_metric.execution:pytest_plugin/")]
+    assert "execrepobench_metric.execution:pytest_plugin/_execrepobench_collect.py" in plugin and len(plugin) >= 4
     assert not any(n.startswith("execrepobench.runner") for n in files)  # the CLI's code decides nothing
     assert all(path.is_file() for path in files.values())
 
@@ -77,7 +78,7 @@ def test_every_derived_key_resolves_and_a_missing_module_is_an_error():
     assert set(keys) == {"JUDGEMENT_CODE", "BYTECODE_CODE", "PUBLISH_CODE"}
     for name, key in keys.items():
         assert re.fullmatch(r"[0-9a-f]{24}", key.value()), name
-    assert set(schemes.BYTECODE_CODE.files()) == {"execrepobench_metric.bytecode"}
+    assert set(schemes.BYTECODE_CODE.files()) == {"execrepobench_metric.environments.bytecode"}
     assert {"execrepobench_dataset.publish", "execrepobench.builder.release"} <= set(schemes.PUBLISH_CODE.files())
     moved = DerivedKey(modules=("execrepobench_metric.no_such_module",))
     try:
@@ -96,7 +97,7 @@ def test_a_changed_file_changes_the_digest(tmp_path):
         copies[name].write_bytes(path.read_bytes())
     before = digest_of(copies)
     assert before == schemes.JUDGEMENT_CODE.value()  # the key is the digest of exactly these files
-    judge = copies["execrepobench_metric.judge"]
+    judge = copies["execrepobench_metric.execution.judge"]
     judge.write_bytes(judge.read_bytes() + b"\n# a verdict rule changed\n")
     assert digest_of(copies) != before
 
@@ -105,7 +106,8 @@ def test_deriving_a_key_imports_nothing():
     """Finding the modules must not import them: the executors package's Ray module would start Ray's import."""
     code = ("import sys; from execrepobench_dataset import schemes; schemes.JUDGEMENT_CODE.value(); "
             "schemes.PUBLISH_CODE.value(); "
-            "print(sorted(m for m in ('ray', 'datasets', 'execrepobench_metric.engine', 'execrepobench_metric.judge',"
+            "print(sorted(m for m in ('ray', 'datasets', 'execrepobench_metric.execution.engine',"
+            " 'execrepobench_metric.execution.judge',"
             " 'execrepobench.builder.release') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=CHECKOUT)
     assert out.stdout.strip() == "[]", out.stdout + out.stderr

@@ -26,7 +26,7 @@ from packaging.version import InvalidVersion, Version
 
 from execrepobench_dataset.schemes import INDEX_CACHE_SCHEMA
 from execrepobench_dataset.version import __version__
-from execrepobench_metric.layout import cache_root
+from execrepobench_metric.environments.layout import cache_root
 
 DEFAULT_INDEX_URL = "https://pypi.org/simple/"
 INDEX_URL_ENV = "EXECREPOBENCH_INDEX_URL"

@@ -20,7 +20,7 @@ from typing import Any, Mapping
 
 from tqdm import tqdm
 
-from execrepobench_metric.sources import SourceError
+from execrepobench_metric.environments.sources import SourceError
 
 from ..build import BuildConfig, build
 from ..manifest import Manifest

@@ -26,13 +26,14 @@ from tqdm import tqdm
 from execrepobench_dataset.record import Sample
 from execrepobench_dataset.repo_record import RepoRecord
 from execrepobench_dataset.schemes import JUDGEMENT_CODE
+from execrepobench_metric.environments.layout import cache_root
 
 from .budget import Budget
 from .evidence import EvidenceStore, pack_folder, unpack_folder
-from .executors import Batch, Executor, ExecutorConfig, open_executor, split
-from .isolation import decide_isolation
+from .executors.base import Batch, Executor, ExecutorConfig, split
+from .executors.registry import open_executor
 from .judge import JudgeConfig, Verdict, judge_safely
-from .layout import cache_root
+from .sandbox import decide_isolation
 
 EXEC_ENV_VAR = "EXECREPOBENCH_ALLOW_EXEC"
 HF_EXEC_ENV_VAR = "HF_ALLOW_CODE_EVAL"  # the opt-in of evaluate's code_eval and of lm-eval: accepted as well

@@ -26,15 +26,15 @@ from functools import lru_cache
 from pathlib import Path
 
 from execrepobench_dataset.record import Sample
+from execrepobench_metric.environments.venvs import find_environment
 
 from .budget import PHASE_MARK, Budget, out_of_budget, run_limits
-from .environments import find_environment
 from .guard import GUARD_MODES, GuardSetup
 from .guard_verdict import guarded_run
-from .isolation import Isolation
 from .junit import ERROR, FAILED, PASSED, SKIPPED
 from .limits import Limits
 from .pytest_run import PytestInvocation, PytestRun, run_pytest, collected_files
+from .sandbox import Isolation
 from .suspicious import suspicious
 
 # Reasons, most specific first.  "error" is the harness's fault (missing environment, sandbox
@@ -74,7 +74,7 @@ class Verdict:
 
 @dataclass(frozen=True)
 class JudgeConfig:
-    isolation: Isolation = Isolation.BWRAP  # decided by isolation.decide_isolation
+    isolation: Isolation = Isolation.BWRAP  # decided by sandbox.decide_isolation
     timeout_s: float | None = None  # None: each sample's time budget (budget.py); a number: wall seconds
     selection: str = "judged"  # "judged": the sample's judged tests (suite if it has none); "suite"
     limits: Limits = Limits()

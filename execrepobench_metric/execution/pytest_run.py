@@ -16,12 +16,11 @@ from typing import Iterable, Mapping
 
 from .evidence import keep_run_files, write_command
 from .guard import BOOTSTRAP, GuardChannel, GuardEvidence, GuardSetup, precompile
-from .isolation import Isolation
 from .junit import (ERROR, FAILED, JunitError, junit_key, parse_junit_durations, parse_junit_file,
                     parse_junit_messages, results_by_nodeid)
 from .limits import Limits
 from .process import ProcessResult
-from .sandbox import SandboxRun, run_sandboxed
+from .sandbox import Isolation, SandboxRun, run_sandboxed
 
 PLUGIN_DIR = Path(__file__).parent / "pytest_plugin"
 PLUGIN_NAME = "_execrepobench_collect"

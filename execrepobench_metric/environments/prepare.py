@@ -22,13 +22,13 @@ from tqdm import tqdm
 from execrepobench_dataset.load import open_dataset
 from execrepobench_dataset.record import Sample
 from execrepobench_dataset.repo_record import RepoRecord
+from execrepobench_metric.execution.fills import null_fill
+from execrepobench_metric.execution.judge import JudgeConfig, judge
+from execrepobench_metric.execution.sandbox import decide_isolation
 
-from .environments import ensure_environment, find_environment
-from .fills import null_fill
-from .isolation import decide_isolation
-from .measured import keep as keep_measurements
-from .judge import JudgeConfig, judge
 from .layout import cache_root
+from .measured import keep as keep_measurements
+from .venvs import ensure_environment, find_environment
 
 PREPARE_ENV_VAR = "EXECREPOBENCH_PREPARE"
 
