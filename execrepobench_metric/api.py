@@ -17,6 +17,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from execrepobench_dataset.errors import HarnessFailure
 from execrepobench_dataset.load import OpenedDataset, open_dataset
 from execrepobench_dataset.record import Sample
 from execrepobench_dataset.repo_record import RepoRecord
@@ -46,7 +47,7 @@ def split_result(result: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]
             {k: result[k] for k in REPORT_KEYS if k in result})
 
 
-class HarnessError(RuntimeError):
+class HarnessError(HarnessFailure, RuntimeError):
     """Some judgements failed for the harness's reasons, not the model's.  `.result` is the full
     result of the evaluation (as `compute()` would return it), `.errors` its `error` rows."""
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
+from execrepobench_dataset.errors import ExecRepoBenchError
 from execrepobench_dataset.record import FILL_TYPES, OPTIONAL_ON_READ, RecordError, Sample
 
 from .pytest_run import PytestInvocation
@@ -45,7 +46,7 @@ class Problem:
         return f"{where}, field {self.field}: {self.message}"
 
 
-class InputError(ValueError):
+class InputError(ExecRepoBenchError, ValueError):
     """Bad predictions or references; `problems` names each item (index, sample id, field)."""
 
     def __init__(self, message: str, problems: Sequence[Problem] = ()) -> None:

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from enum import Enum
 
+from execrepobench_dataset.errors import ExecRepoBenchError
+
 
 class Isolation(str, Enum):
     """`BWRAP`: bubblewrap + a private overlay view (the normal mode).  `WEAK`: a temporary copy of
@@ -19,7 +21,7 @@ class Isolation(str, Enum):
         return self.value
 
 
-class SandboxUnavailable(RuntimeError):
+class SandboxUnavailable(ExecRepoBenchError, RuntimeError):
     """Strong isolation is not possible here and the caller did not accept the weak mode."""
 
 

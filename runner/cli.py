@@ -6,13 +6,19 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+from execrepobench_dataset.errors import ExecRepoBenchError, HarnessFailure, UsageError
+
 from .cli_compare import COMMANDS as COMPARE_COMMANDS
 from .cli_data import COMMANDS as DATA_COMMANDS
 from .cli_metric import COMMANDS as METRIC_COMMANDS
 from .cli_live import COMMANDS as LIVE_COMMANDS
 from .cli_prepare import COMMANDS as PREPARE_COMMANDS
 
+USER_ERROR_EXIT = 2  # the user can act on it (bad input, a missing setup step): the message says what
 HARNESS_ERROR_EXIT = 3  # results were written, but some work failed for the harness's reasons
+# What every subcommand reports as the user's to fix: the project's own errors (`errors.ExecRepoBenchError`)
+# and the built-in ones the commands have always reported so (a file named on the command line, a bad value).
+USER_ERRORS = (ExecRepoBenchError, OSError, ValueError)
 DEFAULT_MANIFEST = Path("<the packaged default manifest>")  # `--manifest` given without a path
 
 
@@ -50,20 +56,14 @@ def _add_build(p: argparse.ArgumentParser) -> None:
 
 def _run_build(args: argparse.Namespace) -> int:
     from execrepobench.builder.build import BuildConfig, build
-    from execrepobench_metric.executors import ExecutorConfig, ExecutorUnavailable
-    from execrepobench.builder.manifest import (ManifestError, default_manifest_path, load_manifest,
-                                                quickstart_manifest_path)
+    from execrepobench_metric.executors import ExecutorConfig
+    from execrepobench.builder.manifest import default_manifest_path, load_manifest, quickstart_manifest_path
 
     path = args.manifest or (quickstart_manifest_path() if args.quickstart else default_manifest_path())
-    try:
-        manifest = load_manifest(path)
-    except (ManifestError, OSError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    manifest = load_manifest(path)
     if args.mutants < 0 or not 0.0 <= args.min_mutant_kill <= 1.0:
-        print(f"error: --mutants must be >= 0 (got {args.mutants}) and --min-mutant-kill within 0..1 "
-              f"(got {args.min_mutant_kill})", file=sys.stderr)
-        return 2
+        raise UsageError(f"--mutants must be >= 0 (got {args.mutants}) and --min-mutant-kill within 0..1 "
+                         f"(got {args.min_mutant_kill})")
     if args.seed is not None:
         manifest = replace(manifest, seed=args.seed)
     if args.samples_per_repo is not None:
@@ -74,13 +74,7 @@ def _run_build(args: argparse.Namespace) -> int:
                          progress=not args.no_progress, allow_weak_sandbox=args.allow_weak_sandbox,
                          executor=ExecutorConfig(args.executor, args.ray_address), mutants=args.mutants,
                          min_mutant_kill=args.min_mutant_kill, context_tests=args.context_with_tests)
-    from execrepobench_metric.isolation import SandboxUnavailable
-
-    try:
-        summary = build(config)
-    except (ValueError, SandboxUnavailable, ExecutorUnavailable) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    summary = build(config)
     from execrepobench.builder.report import markdown
 
     print(markdown(summary))
@@ -136,42 +130,37 @@ def _add_evaluate(p: argparse.ArgumentParser) -> None:
 def _run_evaluate(args: argparse.Namespace) -> int:
     import json
 
-    from execrepobench_dataset.load import DatasetNotFound, open_dataset
-    from execrepobench_dataset.record import RecordError
+    from execrepobench_dataset.load import open_dataset
     from execrepobench.runner.report import table, write_error_results, write_results
     from execrepobench_metric.api import HarnessError, InputError, compute
     from execrepobench_metric.cutoff import check_cutoff, describe, released_after
-    from execrepobench_metric.engine import ExecutionNotAllowed
-    from execrepobench_metric.executors import ExecutorUnavailable
     from execrepobench_metric.fills import null_fill
-    from execrepobench_metric.isolation import SandboxUnavailable
-    from execrepobench_metric.prepare import EnvironmentsMissing
 
+    if args.samples and (args.config or args.revision):
+        raise InputError("--config and --revision choose what to read from a published dataset: give --dataset")
+    opened = open_dataset(args.samples) if args.samples else open_dataset(args.dataset, args.revision, args.config)
+    samples = list(opened.samples)
+    cutoff = check_cutoff(args.cutoff) if args.cutoff is not None else None
+    scored = [cutoff is None or released_after(s, cutoff) for s in samples]  # the others need no completion
+    if args.reference_fill == "ground_truth":
+        preds = [s.middle_code for s in samples]
+    elif args.reference_fill == "null":
+        preds = [null_fill(s) or "" for s in samples]
+    else:
+        by_id = {}
+        for n, line in enumerate(args.predictions.read_text(encoding="utf-8").splitlines(), 1):
+            if line.strip():
+                rec = json.loads(line)
+                if not isinstance(rec, dict) or not isinstance(rec.get("sample_id"), str) or "completion" not in rec:
+                    raise InputError(f'{args.predictions}:{n}: expected {{"sample_id": str, "completion": str or '
+                                     f'[str, ...]}}, got {line.strip()[:80]}')
+                by_id[rec["sample_id"]] = rec["completion"]
+        missing = [s.sample_id for s, kept in zip(samples, scored) if kept and s.sample_id not in by_id]
+        if missing:
+            raise InputError(f"{args.predictions}: no completion for {len(missing)} sample(s), e.g. {missing[:3]}")
+        preds = [by_id.get(s.sample_id, "") for s in samples]
+    args.out.mkdir(parents=True, exist_ok=True)
     try:
-        if args.samples and (args.config or args.revision):
-            raise InputError("--config and --revision choose what to read from a published dataset: give --dataset")
-        opened = open_dataset(args.samples) if args.samples else open_dataset(args.dataset, args.revision, args.config)
-        samples = list(opened.samples)
-        cutoff = check_cutoff(args.cutoff) if args.cutoff is not None else None
-        scored = [cutoff is None or released_after(s, cutoff) for s in samples]  # the others need no completion
-        if args.reference_fill == "ground_truth":
-            preds = [s.middle_code for s in samples]
-        elif args.reference_fill == "null":
-            preds = [null_fill(s) or "" for s in samples]
-        else:
-            by_id = {}
-            for n, line in enumerate(args.predictions.read_text(encoding="utf-8").splitlines(), 1):
-                if line.strip():
-                    rec = json.loads(line)
-                    if not isinstance(rec, dict) or not isinstance(rec.get("sample_id"), str) or "completion" not in rec:
-                        raise InputError(f'{args.predictions}:{n}: expected {{"sample_id": str, "completion": str or '
-                                         f'[str, ...]}}, got {line.strip()[:80]}')
-                    by_id[rec["sample_id"]] = rec["completion"]
-            missing = [s.sample_id for s, kept in zip(samples, scored) if kept and s.sample_id not in by_id]
-            if missing:
-                raise InputError(f"{args.predictions}: no completion for {len(missing)} sample(s), e.g. {missing[:3]}")
-            preds = [by_id.get(s.sample_id, "") for s in samples]
-        args.out.mkdir(parents=True, exist_ok=True)
         out = compute(preds, samples, k=args.k or [1], num_workers=args.workers, timeout=args.timeout,
                       test_selection=args.test_selection, allow_exec=True if args.allow_exec else None,
                       allow_weak_sandbox=args.allow_weak_sandbox, journal=args.out / "journal.jsonl",
@@ -182,13 +171,9 @@ def _run_evaluate(args: argparse.Namespace) -> int:
                       prepare=True if args.prepare else None, keep_artifacts=args.keep_artifacts,
                       artifacts_dir=args.out / "artifacts", executor=args.executor, ray_address=args.ray_address,
                       cutoff=cutoff)
-    except HarnessError as exc:
+    except HarnessError as exc:  # the rows it has, error rows marked, and no score; main() exits 3
         print(write_error_results(args.out, exc.result), file=sys.stderr)
-        return HARNESS_ERROR_EXIT
-    except (OSError, RecordError, InputError, ExecutionNotAllowed, SandboxUnavailable, KeyError,
-            json.JSONDecodeError, DatasetNotFound, EnvironmentsMissing, ExecutorUnavailable) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+        raise
     from execrepobench.runner.dataset_source import dataset_record
     from execrepobench_dataset.version import __version__
 
@@ -262,17 +247,8 @@ def _add_run(p: argparse.ArgumentParser) -> None:
 
 
 def _run_run(args: argparse.Namespace) -> int:
-    from execrepobench.builder.manifest import ManifestError
-    from execrepobench.runner.run import BuildFailed, RunConfig, run
-    from execrepobench_dataset.record import RecordError
-    from execrepobench_metric.api import HarnessError, InputError
-    from execrepobench_metric.engine import ExecutionNotAllowed
-    from execrepobench_metric.executors import ExecutorUnavailable
-    from execrepobench_metric.isolation import SandboxUnavailable
-    from execrepobench_metric.prepare import EnvironmentsMissing
-
     from execrepobench.builder.manifest import default_manifest_path
-    from execrepobench_dataset.load import DatasetNotFound
+    from execrepobench.runner.run import RunConfig, run
 
     options = {key: getattr(args, key) for key in ("temperature", "top_p", "seed", "tensor_parallel_size", "base_url",
                                                    "max_model_len", "gpu_memory_utilization", "dtype")
@@ -288,14 +264,7 @@ def _run_run(args: argparse.Namespace) -> int:
                        progress=not args.no_progress, backend_options=options, template=args.template,
                        max_new_tokens=args.max_new_tokens, keep_artifacts=args.keep_artifacts,
                        executor=args.executor, ray_address=args.ray_address, cutoff=args.cutoff)
-    try:
-        run(config)
-    except (HarnessError, BuildFailed):  # run() wrote what it could and printed what failed
-        return HARNESS_ERROR_EXIT
-    except (OSError, ValueError, ImportError, ManifestError, RecordError, InputError, ExecutionNotAllowed,
-            SandboxUnavailable, EnvironmentsMissing, ExecutorUnavailable, DatasetNotFound) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    run(config)  # a harness failure: run() wrote what it could and printed what failed
     return 0
 
 
@@ -320,7 +289,13 @@ def main(argv: list[str] | None = None) -> int:
     for name, (help_text, add, _) in COMMANDS.items():
         add(sub.add_parser(name, help=help_text, description=help_text))
     args = parser.parse_args(argv)
-    return COMMANDS[args.command][2](args)
+    try:
+        return COMMANDS[args.command][2](args)
+    except HarnessFailure:  # the command wrote what it could and printed what failed
+        return HARNESS_ERROR_EXIT
+    except USER_ERRORS as exc:  # the one place a user's error becomes its message and exit code 2
+        print(f"error: {exc}", file=sys.stderr)
+        return USER_ERROR_EXIT
 
 
 if __name__ == "__main__":

@@ -22,6 +22,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from execrepobench_dataset.errors import HarnessFailure, UsageError
 from execrepobench_dataset.load import OpenedDataset, open_dataset
 from execrepobench_dataset.version import __version__
 from execrepobench_metric.api import HarnessError, compute
@@ -36,7 +37,7 @@ from .report import table, write_error_results, write_results
 ENGINE_OPTIONS = ("max_model_len", "gpu_memory_utilization", "dtype", "tensor_parallel_size", "trust_remote_code")
 
 
-class BuildFailed(RuntimeError):
+class BuildFailed(HarnessFailure, RuntimeError):
     """Some repositories failed to build (harness errors); `.summary` says which and why."""
 
     def __init__(self, summary: str) -> None:
@@ -78,11 +79,11 @@ def open_source(config: RunConfig) -> OpenedDataset:
     if config.dataset is not None:
         return open_dataset(config.dataset, config.revision, config.config)
     if config.config is not None or config.revision is not None:
-        raise ValueError("--config and --revision choose what to read from a published dataset: give --dataset")
+        raise UsageError("--config and --revision choose what to read from a published dataset: give --dataset")
     if config.samples is not None:
         return open_dataset(config.samples)
     if config.manifest is None and not config.quickstart:
-        raise ValueError("nothing to evaluate: give --dataset OWNER/NAME or a published folder, --samples "
+        raise UsageError("nothing to evaluate: give --dataset OWNER/NAME or a published folder, --samples "
                          "samples.jsonl, or --manifest [PATH] / --quickstart to build samples first")
     return open_dataset(_build(config))
 
@@ -130,7 +131,7 @@ def check_engine_options(backend: str, options: dict) -> None:
     unused = [k for k in ENGINE_OPTIONS if options.get(k) not in (None, False) and k not in taken]
     if unused and _backend_class(backend) is not None:
         flags = ", ".join("--" + k.replace("_", "-") for k in unused)
-        raise ValueError(f"{flags}: not a setting of the {backend!r} backend (vllm takes every engine flag; "
+        raise UsageError(f"{flags}: not a setting of the {backend!r} backend (vllm takes every engine flag; "
                          "transformers --dtype, --trust-remote-code and --max-model-len; openai --max-model-len)")
 
 
@@ -144,7 +145,7 @@ def _prompting(config: RunConfig, options: dict):
     from .backends.model_source import resolve_model
 
     if not config.model:
-        raise ValueError(f"backend {config.backend!r} needs --model (a local model folder or a Hugging Face Hub "
+        raise UsageError(f"backend {config.backend!r} needs --model (a local model folder or a Hugging Face Hub "
                          "model id: its tokenizer builds the prompts)")
     name = resolve_template(config.template, config.model)
     template = get_template(name)
@@ -176,7 +177,7 @@ def run(config: RunConfig) -> dict:
     opened = open_source(config)  # the samples and the repository records (context files, environments)
     samples, resolver = stratified_subset(opened.samples, config.limit), opened.resolver
     if not samples:
-        raise ValueError(f"{opened.name}: no samples to evaluate (see the build report beside it)")
+        raise UsageError(f"{opened.name}: no samples to evaluate (see the build report beside it)")
     kept = None
     if config.cutoff is not None:  # before generation: the dropped samples need no completion
         _, samples, kept = apply_cutoff([[]] * len(samples), samples, config.cutoff)

@@ -20,6 +20,7 @@ from typing import Any, Mapping
 
 from tqdm import tqdm
 
+from execrepobench_dataset.errors import ExecRepoBenchError
 from execrepobench_metric.sources import SourceError
 
 from ..build import BuildConfig, build
@@ -34,7 +35,7 @@ LIVE_REPORT = "live_report.json"
 INDEX_DOWN_AFTER = 3  # candidates in a row the index did not answer, none answered before: the index is down
 
 
-class LiveInputError(ValueError):
+class LiveInputError(ExecRepoBenchError, ValueError):
     """Bad input for a snapshot (an unknown project named on the command line, an index that does not answer);
     nothing was built."""
 
