@@ -16,7 +16,8 @@ from typing import Mapping, Sequence
 from execrepobench_dataset.measurements import Measurements
 from execrepobench_dataset.record import RecordError, Sample
 
-from .budget import DEFAULT_TIMEOUT_S, Budget
+from .budget import Budget
+from .defaults import DEFAULT_TIMEOUT_S
 from .layout import cache_root
 
 

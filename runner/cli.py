@@ -7,6 +7,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from execrepobench_dataset.errors import ExecRepoBenchError, HarnessFailure, UsageError
+from execrepobench_metric.defaults import BASELINE_TIMEOUT_S
 
 from .cli_compare import COMMANDS as COMPARE_COMMANDS
 from .cli_data import COMMANDS as DATA_COMMANDS
@@ -40,7 +41,8 @@ def _add_build(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, default=None, help="override the manifest's seed")
     p.add_argument("--samples-per-repo", type=int, default=None, help="override the manifest's default")
     p.add_argument("--baseline-runs", type=int, default=3, help="baseline runs of each suite (default 3)")
-    p.add_argument("--baseline-timeout", type=float, default=900.0, help="seconds per baseline run")
+    p.add_argument("--baseline-timeout", type=float, default=BASELINE_TIMEOUT_S,
+                   help=f"seconds per baseline run (default {BASELINE_TIMEOUT_S:g})")
     p.add_argument("--allow-weak-sandbox", action="store_true",
                    help="without bubblewrap, run baselines and verification in the weak mode instead of refusing")
     p.add_argument("--context-with-tests", action="store_true",

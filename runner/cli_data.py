@@ -6,6 +6,8 @@ import json
 import sys
 from pathlib import Path
 
+from execrepobench_metric.defaults import VERIFY_TIMEOUT_S
+
 
 def add_instruct(p: argparse.ArgumentParser) -> None:
     p.add_argument("--manifest", type=Path, default=None, help="instruct manifest (default: the packaged one)")
@@ -39,7 +41,8 @@ def add_import_official(p: argparse.ArgumentParser) -> None:
     p.add_argument("--baseline-runs", type=int, default=3)
     p.add_argument("--gt-runs", type=int, default=3)
     p.add_argument("--python", default=None, help="interpreter version for the environments (X.Y)")
-    p.add_argument("--timeout", type=float, default=300.0, help="seconds per judged run")
+    p.add_argument("--timeout", type=float, default=VERIFY_TIMEOUT_S,
+                   help=f"seconds per judged run (default {VERIFY_TIMEOUT_S:g})")
     p.add_argument("--no-progress", action="store_true")
 
 

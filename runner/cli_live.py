@@ -4,6 +4,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from execrepobench_metric.defaults import LIVE_BASELINE_TIMEOUT_S
+
 
 def add_live(p: argparse.ArgumentParser) -> None:
     p.add_argument("--after", required=True, metavar="YYYY-MM-DD",
@@ -23,8 +25,9 @@ def add_live(p: argparse.ArgumentParser) -> None:
                    help="the package index's simple API (default: $EXECREPOBENCH_INDEX_URL, else "
                         "https://pypi.org/simple/)")
     p.add_argument("--out", type=Path, required=True, help="output folder: an ordinary builder folder")
-    p.add_argument("--baseline-timeout", type=float, default=300.0,
-                   help="seconds a baseline run may take before the candidate counts as suite_fails (default 300)")
+    p.add_argument("--baseline-timeout", type=float, default=LIVE_BASELINE_TIMEOUT_S,
+                   help="seconds a baseline run may take before the candidate counts as suite_fails "
+                        f"(default {LIVE_BASELINE_TIMEOUT_S:g})")
     p.add_argument("--allow-weak-sandbox", action="store_true",
                    help="without bubblewrap, run baselines and verification in the weak mode instead of refusing")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")

@@ -21,6 +21,7 @@ from typing import Any, Mapping
 from tqdm import tqdm
 
 from execrepobench_dataset.errors import ExecRepoBenchError
+from execrepobench_metric.defaults import LIVE_BASELINE_TIMEOUT_S
 from execrepobench_metric.sources import SourceError
 
 from ..build import BuildConfig, build
@@ -55,7 +56,7 @@ class LiveConfig:
     allow_weak_sandbox: bool = False
     # a baseline run longer than this fails the candidate (suite_fails): the benchmark keeps suites of about a
     # minute, and a suite that hangs without its hand-written options (werkzeug's dev-server tests) stops sooner
-    baseline_timeout_s: float = 300.0
+    baseline_timeout_s: float = LIVE_BASELINE_TIMEOUT_S
     build_options: Mapping[str, Any] = field(default_factory=dict)  # other BuildConfig fields (workers, ...)
 
 
