@@ -8,6 +8,7 @@ from pathlib import Path
 
 from execrepobench_dataset.errors import ExecRepoBenchError, HarnessFailure, UsageError
 from execrepobench_metric.defaults import BASELINE_TIMEOUT_S
+from execrepobench_metric.options import add_flags, from_args
 
 from .cli_compare import COMMANDS as COMPARE_COMMANDS
 from .cli_data import COMMANDS as DATA_COMMANDS
@@ -21,6 +22,9 @@ HARNESS_ERROR_EXIT = 3  # results were written, but some work failed for the har
 # and the built-in ones the commands have always reported so (a file named on the command line, a bad value).
 USER_ERRORS = (ExecRepoBenchError, OSError, ValueError)
 DEFAULT_MANIFEST = Path("<the packaged default manifest>")  # `--manifest` given without a path
+# The options (execrepobench_metric/options.py) a command sets itself instead of by a flag: option -> how.
+EVALUATE_SETS: dict[str, str] = {}
+RUN_SETS = {"model_name": "the --model name (else the --backend name)"}
 
 
 def _add_executor(p: argparse.ArgumentParser, what: str) -> None:
@@ -94,39 +98,20 @@ def build_exit_code(summary: dict) -> int:
     return 0 if totals["repos_ok"] else 1
 
 
-def _add_cutoff(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--cutoff", default=None, metavar="YYYY-MM-DD",
-                   help="a model's training cutoff: score only samples released after that day (live snapshots "
-                        "record each sample's release date); the report says how many were kept")
-
-
 def _add_evaluate(p: argparse.ArgumentParser) -> None:
     which = p.add_mutually_exclusive_group(required=True)
     which.add_argument("--samples", type=Path, help="samples.jsonl written by `build`")
     which.add_argument("--dataset", help="a builder output folder, a published dataset folder, or a Hub dataset id")
     p.add_argument("--config", default=None, help="with --dataset: the samples' config (default exec_repo_bench)")
     p.add_argument("--revision", default=None, help="with a Hub dataset id: a branch, tag or commit")
-    p.add_argument("--prepare", action="store_true",
-                   help="make missing environments first (from the dataset's repository records; needs --dataset)")
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--predictions", type=Path,
                      help='JSONL, one line per sample: {"sample_id": ..., "completion": str or [str, ...]}')
     src.add_argument("--reference-fill", choices=("ground_truth", "null"),
                      help="judge the ground truth (should pass) or the null fill (should fail): checks the setup")
     p.add_argument("--out", type=Path, required=True, help="results folder (results.jsonl, metrics.json)")
-    p.add_argument("--k", type=int, action="append", default=None, help="pass@k (repeatable; default 1)")
-    p.add_argument("--workers", type=int, default=None)
-    p.add_argument("--timeout", type=float, default=None,
-                   help="wall seconds per judged run (default: each sample's time budget, as CPU seconds)")
-    p.add_argument("--test-selection", choices=("judged", "suite"), default="judged")
-    p.add_argument("--allow-exec", action="store_true", help="run model code (sandboxed); or EXECREPOBENCH_ALLOW_EXEC=1")
-    p.add_argument("--allow-weak-sandbox", action="store_true", help="run without bubblewrap (rlimits + timeout only)")
-    p.add_argument("--model-name", default="model")
-    p.add_argument("--keep-artifacts", action="store_true",
-                   help="keep each run's evidence under OUT/artifacts/ (always kept for harness errors)")
-    _add_cutoff(p)
-    _add_executor(p, "judging")
-    p.add_argument("--no-progress", action="store_true")
+    add_flags(p.add_argument_group("evaluation and runtime options (execrepobench_metric/options.py)"),
+              EVALUATE_SETS)
 
 
 def _run_evaluate(args: argparse.Namespace) -> int:
@@ -134,15 +119,16 @@ def _run_evaluate(args: argparse.Namespace) -> int:
 
     from execrepobench_dataset.load import open_dataset
     from execrepobench.runner.report import table, write_error_results, write_results
-    from execrepobench_metric.api import HarnessError, InputError, compute
-    from execrepobench_metric.cutoff import check_cutoff, describe, released_after
+    from execrepobench_metric.api import HarnessError, InputError, compute_with
+    from execrepobench_metric.cutoff import describe, released_after
     from execrepobench_metric.fills import null_fill
 
+    evaluation, runtime = from_args(args, journal=args.out / "journal.jsonl", artifacts_dir=args.out / "artifacts")
     if args.samples and (args.config or args.revision):
         raise InputError("--config and --revision choose what to read from a published dataset: give --dataset")
     opened = open_dataset(args.samples) if args.samples else open_dataset(args.dataset, args.revision, args.config)
     samples = list(opened.samples)
-    cutoff = check_cutoff(args.cutoff) if args.cutoff is not None else None
+    cutoff = evaluation.cutoff
     scored = [cutoff is None or released_after(s, cutoff) for s in samples]  # the others need no completion
     if args.reference_fill == "ground_truth":
         preds = [s.middle_code for s in samples]
@@ -162,17 +148,11 @@ def _run_evaluate(args: argparse.Namespace) -> int:
             raise InputError(f"{args.predictions}: no completion for {len(missing)} sample(s), e.g. {missing[:3]}")
         preds = [by_id.get(s.sample_id, "") for s in samples]
     args.out.mkdir(parents=True, exist_ok=True)
+    # ray: the records beside --samples tell the nodes how to make the environments
+    dataset = ((args.dataset if not args.revision else opened.folder) if args.dataset
+               else (args.samples if runtime.executor == "ray" else None))
     try:
-        out = compute(preds, samples, k=args.k or [1], num_workers=args.workers, timeout=args.timeout,
-                      test_selection=args.test_selection, allow_exec=True if args.allow_exec else None,
-                      allow_weak_sandbox=args.allow_weak_sandbox, journal=args.out / "journal.jsonl",
-                      model_name=args.model_name, progress=not args.no_progress,
-                      # ray: the records beside --samples tell the nodes how to make the environments
-                      dataset=(args.dataset if not args.revision else opened.folder) if args.dataset
-                      else (args.samples if args.executor == "ray" else None),
-                      prepare=True if args.prepare else None, keep_artifacts=args.keep_artifacts,
-                      artifacts_dir=args.out / "artifacts", executor=args.executor, ray_address=args.ray_address,
-                      cutoff=cutoff)
+        out = compute_with(preds, samples, replace(evaluation, dataset=dataset), runtime)
     except HarnessError as exc:  # the rows it has, error rows marked, and no score; main() exits 3
         print(write_error_results(args.out, exc.result), file=sys.stderr)
         raise
@@ -180,13 +160,14 @@ def _run_evaluate(args: argparse.Namespace) -> int:
     from execrepobench_dataset.version import __version__
 
     record = {"command": "evaluate", "package_version": __version__, "dataset": dataset_record(opened, samples, None),
-              "model": args.model_name, "predictions": str(args.predictions) if args.predictions else None,
-              "reference_fill": args.reference_fill, "k": list(args.k or [1]), "test_selection": args.test_selection,
-              "timeout_s": args.timeout, "executor": args.executor}
-    metrics = write_results(args.out, out, args.model_name, run=record)
+              "model": evaluation.model_name, "predictions": str(args.predictions) if args.predictions else None,
+              "reference_fill": args.reference_fill, "k": list(evaluation.k),
+              "test_selection": evaluation.test_selection, "timeout_s": evaluation.timeout,
+              "executor": runtime.executor}
+    metrics = write_results(args.out, out, evaluation.model_name, run=record)
     if "cutoff" in metrics:
         print(describe(metrics["cutoff"]))
-    print(table(metrics, tuple(args.k or [1])))
+    print(table(metrics, evaluation.k))
     print(f"LaTeX: {metrics['latex']}")
     print(f"wrote {args.out}/results.jsonl, metrics.json, latex.txt, chart.png")
     return 0
@@ -207,9 +188,6 @@ def _add_run(p: argparse.ArgumentParser) -> None:
                                                     "dataset")
     p.add_argument("--limit", type=int, default=None,
                    help="judge only N samples: a deterministic subset, stratified by fill type")
-    p.add_argument("--prepare", action="store_true",
-                   help="make missing environments first, from the dataset's repository records (or "
-                        "EXECREPOBENCH_PREPARE=1); otherwise missing ones are named with the command that makes them")
     p.add_argument("--out", type=Path, required=True, help="results folder")
     p.add_argument("--backend", default="baseline",
                    help="generation backend: baseline, oracle, null (offline); transformers, vllm, openai (models)")
@@ -217,16 +195,8 @@ def _add_run(p: argparse.ArgumentParser) -> None:
                    help="model backends: a local model folder or a Hugging Face Hub model id (OWNER/NAME, read through "
                         "the Hugging Face cache; downloaded unless HF_HUB_OFFLINE=1); openai: the served name")
     p.add_argument("--n", type=int, default=1, help="completions per sample")
-    p.add_argument("--k", type=int, action="append", default=None, help="pass@k (repeatable; default 1)")
-    p.add_argument("--workers", type=int, default=None)
-    p.add_argument("--timeout", type=float, default=None,
-                   help="wall seconds per judged run (default: each sample's time budget, as CPU seconds)")
-    p.add_argument("--allow-exec", action="store_true", help="run model code (sandboxed); or EXECREPOBENCH_ALLOW_EXEC=1")
-    p.add_argument("--allow-weak-sandbox", action="store_true")
-    p.add_argument("--keep-artifacts", action="store_true",
-                   help="keep each run's evidence under OUT/artifacts/ (always kept for harness errors)")
-    _add_executor(p, "verification and judging")
-    p.add_argument("--no-progress", action="store_true")
+    add_flags(p.add_argument_group("evaluation and runtime options (execrepobench_metric/options.py; the sandbox "
+                                   "and executor options apply to a build first too)"), RUN_SETS)
     g = p.add_argument_group("model backends (transformers, vllm, openai)")
     g.add_argument("--template", default=None,
                    help="prompt template (see runner/templates.py; default: detected from the --model name; "
@@ -235,7 +205,6 @@ def _add_run(p: argparse.ArgumentParser) -> None:
     g.add_argument("--top-p", type=float, default=None, help="nucleus sampling (default 1.0)")
     g.add_argument("--seed", type=int, default=None, help="sampling seed (default 0; per sample derived from it)")
     g.add_argument("--max-new-tokens", type=int, default=None, help="generation budget per completion (default 512)")
-    _add_cutoff(p)
     g.add_argument("--tensor-parallel-size", type=int, default=None, help="vllm: GPUs to shard the model over")
     g.add_argument("--max-model-len", type=int, default=None,
                    help="vllm: the engine's context length; every prompt backend fits its prompts to it")
@@ -258,14 +227,11 @@ def _run_run(args: argparse.Namespace) -> int:
     if args.trust_remote_code:
         options["trust_remote_code"] = True
     manifest = default_manifest_path() if args.manifest == DEFAULT_MANIFEST else args.manifest
+    evaluation, runtime = from_args(args)
     config = RunConfig(out=args.out, backend=args.backend, model=args.model, dataset=args.dataset, config=args.config,
                        revision=args.revision, samples=args.samples, manifest=manifest, quickstart=args.quickstart,
-                       limit=args.limit, prepare=True if args.prepare else None, n=args.n, k=tuple(args.k or [1]),
-                       workers=args.workers, timeout_s=args.timeout,
-                       allow_exec=True if args.allow_exec else None, allow_weak_sandbox=args.allow_weak_sandbox,
-                       progress=not args.no_progress, backend_options=options, template=args.template,
-                       max_new_tokens=args.max_new_tokens, keep_artifacts=args.keep_artifacts,
-                       executor=args.executor, ray_address=args.ray_address, cutoff=args.cutoff)
+                       limit=args.limit, n=args.n, backend_options=options, template=args.template,
+                       max_new_tokens=args.max_new_tokens, evaluation=evaluation, runtime=runtime)
     run(config)  # a harness failure: run() wrote what it could and printed what failed
     return 0
 
