@@ -57,8 +57,8 @@ Args:
     return_details: False (default): the scores only; True: `(scores, report)`, as code_eval returns
         `(pass_at_k, results)` (not inside `evaluate.combine`, which merges dicts).
 Raises:
-    InputError (a ValueError) before anything is judged when any input is invalid: one message lists
-    every bad item by index, sample id and field.
+    InputError (a ValueError) before anything is judged when any input or option is invalid: one message
+    lists every bad item by index, sample id and field (an unknown option: `UnknownOption`, also a TypeError).
     HarnessError (execrepobench_metric.api) when any judgement failed for the harness's reasons
     (verdict `error`): everything is judged first, the exception's `.result` holds the full result.
 Returns:

@@ -41,12 +41,14 @@ def test_every_option_has_a_default_a_doc_and_a_check():
         assert callable(f.metadata["check"]) and (f.metadata["flag"] or f.metadata["cli"]), f.name
 
 
-def test_every_option_is_in_the_evaluate_description():
+def test_every_option_is_in_the_evaluate_description_and_the_metric_card():
     import execrepobench_metric.evaluate_module as module
 
     info = module.ExecRepoBenchMetric._info(None)
+    card = (ROOT / "execrepobench_metric" / "README.md").read_text(encoding="utf-8")
     for name in OPTIONS:
         assert f"\n    {name}: " in KWARGS_DESCRIPTION and f"\n    {name}: " in info.inputs_description, name
+        assert f"- **{name}** (" in card, f"the metric card (execrepobench_metric/README.md) does not describe {name}"
 
 
 @pytest.mark.parametrize("command, sets", [("evaluate", EVALUATE_SETS), ("run", RUN_SETS)])
