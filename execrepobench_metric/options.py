@@ -128,11 +128,12 @@ class EvaluationOptions:
                                  flag="--test-selection", choices=SELECTIONS)
     cutoff: str | None = option(
         None, "a model's training cutoff, YYYY-MM-DD: only samples released after that day (their `release_date`, "
-        "recorded by live snapshots) are judged and scored, the result's `cutoff` says how many; unset: every sample", _optional(_cutoff),
-        flag="--cutoff", metavar="YYYY-MM-DD")
+        "recorded by live snapshots) are judged and scored, the result's `cutoff` says how many; unset: every "
+        "sample", _optional(_cutoff), flag="--cutoff", metavar="YYYY-MM-DD")
     dataset: str | Path | None = option(
         None, "where sample ids and repository records are looked up: a builder output folder, its samples.jsonl, "
-        "a published folder or a Hub dataset id; unset: references must be records", _optional(_place), cli="--dataset or --samples")
+        "a published folder or a Hub dataset id; unset: references must be records", _optional(_place),
+        cli="--dataset or --samples")
     model_name: str = option("model", "the first cell of the LaTeX row", _text, flag="--model-name")
 
     __post_init__ = _checked

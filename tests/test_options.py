@@ -111,7 +111,8 @@ def test_time_limits_are_named_once():
     assert (defaults.DEFAULT_TIMEOUT_S, defaults.VERIFY_TIMEOUT_S, defaults.BASELINE_TIMEOUT_S,
             defaults.LIVE_BASELINE_TIMEOUT_S, defaults.PYTEST_TIMEOUT_S, defaults.CPU_LIMIT_S,
             defaults.TOOL_TIMEOUT_S, defaults.PROBE_TIMEOUT_S) == (300.0, 300.0, 900.0, 300.0, 600.0, 900, 900, 120)
-    literal = re.compile(r"timeout\w*(\s*:\s*[\w|. ]+)?\s*=\s*\d|timeout\"[^)]*default=\d|or \d+\.\d+\)|cpu_seconds: int = \d")
+    literal = re.compile(r"timeout\w*(\s*:\s*[\w|. ]+)?\s*=\s*\d|timeout\"[^)]*default=\d|or \d+\.\d+\)"
+                         r"|cpu_seconds: int = \d")
     found = [f"{path.relative_to(ROOT)}:{n}: {line.strip()}"
              for folder in ("builder", "runner", "execrepobench_metric", "execrepobench_dataset")
              for path in sorted((ROOT / folder).rglob("*.py")) if path.name != "defaults.py"

@@ -135,7 +135,8 @@ def parse_project(data: dict, project: str, index: str, fetched_at: datetime) ->
 class IndexClient:
     """Asks one index about named projects; answers cached on disk (see the module doc)."""
 
-    def __init__(self, url: str | None = None, cache_dir: Path | None = None, timeout_s: float = INDEX_REQUEST_TIMEOUT_S) -> None:
+    def __init__(self, url: str | None = None, cache_dir: Path | None = None,
+                 timeout_s: float = INDEX_REQUEST_TIMEOUT_S) -> None:
         self.url = index_url(url)
         self.cache_dir = cache_dir or cache_root() / "index" / hashlib.sha256(self.url.encode()).hexdigest()[:16]
         self.timeout_s = timeout_s
