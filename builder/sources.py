@@ -17,6 +17,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from execrepobench_metric.defaults import TOOL_TIMEOUT_S
 from execrepobench_metric.environments.sources import (SourceError, fetch_git, fetch_pypi, file_sha256,
                                                        path_snapshot_dir, project_root, safe_extract)
 
@@ -24,7 +25,6 @@ from .manifest import RepoSpec, parse_source
 
 __all__ = ["FetchedSource", "SourceError", "fetch", "file_sha256", "safe_extract", "tree_hash"]
 _SKIP_DIRS = frozenset({".git", "__pycache__", ".venv", ".pytest_cache", ".mypy_cache", ".tox", ".nox"})
-_TIMEOUT_S = 900  # for one git command
 
 
 @dataclass(frozen=True)
@@ -55,7 +55,7 @@ def _git_tracked_files(folder: Path) -> list[str]:
     """Tracked paths (relative to folder) when folder is inside a git work tree, else []."""
     try:
         proc = subprocess.run(["git", "ls-files", "-z", "--cached"], cwd=folder, capture_output=True,
-                              timeout=_TIMEOUT_S)
+                              timeout=TOOL_TIMEOUT_S)
     except (OSError, subprocess.TimeoutExpired):  # no git: the caller walks the folder
         return []
     out = proc.stdout.decode("utf-8", "surrogateescape").split("\0") if proc.returncode == 0 else []

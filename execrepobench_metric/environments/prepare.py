@@ -19,6 +19,7 @@ from typing import Iterable, Sequence
 
 from tqdm import tqdm
 
+from execrepobench_dataset.errors import ExecRepoBenchError
 from execrepobench_dataset.load import open_dataset
 from execrepobench_dataset.record import Sample
 from execrepobench_dataset.repo_record import RepoRecord
@@ -33,7 +34,7 @@ from .venvs import ensure_environment, find_environment
 PREPARE_ENV_VAR = "EXECREPOBENCH_PREPARE"
 
 
-class EnvironmentsMissing(RuntimeError):
+class EnvironmentsMissing(ExecRepoBenchError, RuntimeError):
     """Samples whose environments are not in this cache; the message lists the repositories and the
     `execrepobench prepare` command that makes them.  Nothing was judged."""
 

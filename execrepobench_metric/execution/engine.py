@@ -23,6 +23,7 @@ from typing import Mapping, Sequence
 
 from tqdm import tqdm
 
+from execrepobench_dataset.errors import ExecRepoBenchError
 from execrepobench_dataset.record import Sample
 from execrepobench_dataset.repo_record import RepoRecord
 from execrepobench_dataset.schemes import JUDGEMENT_CODE
@@ -44,7 +45,7 @@ OPT_IN_MESSAGE = (
     "private view).")
 
 
-class ExecutionNotAllowed(RuntimeError):
+class ExecutionNotAllowed(ExecRepoBenchError, RuntimeError):
     pass
 
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Mapping
 
+from execrepobench_metric.defaults import PYTEST_TIMEOUT_S
 from .evidence import keep_run_files, write_command
 from .guard import BOOTSTRAP, GuardChannel, GuardEvidence, GuardSetup, precompile
 from .junit import (ERROR, FAILED, JunitError, junit_key, parse_junit_durations, parse_junit_file,
@@ -49,7 +50,7 @@ class PytestInvocation:
     deselect: tuple[str, ...] = ()
     select: tuple[str, ...] = ()  # node ids; when given, only these run (instead of test_paths)
     env: Mapping[str, str] = field(default_factory=dict)
-    timeout_s: float = 600.0
+    timeout_s: float = PYTEST_TIMEOUT_S
     coverage_data: Path | None = None  # when set: run under coverage.py, one context per test
     collect_only: bool = False
     max_fail: int = 0  # stop after this many failing tests (0: run everything); the verdict is decided then

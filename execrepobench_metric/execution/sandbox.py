@@ -26,6 +26,8 @@ from enum import Enum
 from pathlib import Path
 from typing import Mapping
 
+from execrepobench_dataset.errors import ExecRepoBenchError
+
 from .limits import Limits, PidsCgroup
 from .process import ProcessResult, run_command
 
@@ -55,7 +57,7 @@ class Isolation(str, Enum):
         return self.value
 
 
-class SandboxUnavailable(RuntimeError):
+class SandboxUnavailable(ExecRepoBenchError, RuntimeError):
     """Strong isolation is not possible here and the caller did not accept the weak mode."""
 
 

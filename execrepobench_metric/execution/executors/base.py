@@ -10,6 +10,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Sequence
 
+from execrepobench_dataset.errors import ExecRepoBenchError
 from execrepobench_dataset.record import Sample
 from execrepobench_dataset.repo_record import RepoRecord
 
@@ -19,7 +20,7 @@ EXECUTORS = ("local", "ray")
 RAY_EXTRA_HINT = "pip install 'execrepobench[ray]'"
 
 
-class ExecutorUnavailable(RuntimeError):
+class ExecutorUnavailable(ExecRepoBenchError, RuntimeError):
     """The executor asked for cannot run here (e.g. `ray` without the optional extra)."""
 
 
