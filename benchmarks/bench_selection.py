@@ -13,8 +13,8 @@ import sys
 from pathlib import Path
 
 from execrepobench.builder.agreement import agreement
-from execrepobench_metric.isolation import decide_isolation
-from execrepobench_metric.judge import JudgeConfig
+from execrepobench_metric.execution.judge import JudgeConfig
+from execrepobench_metric.execution.sandbox import decide_isolation
 
 sys.path.insert(0, str(Path(__file__).parent))
 from _common import verified_samples  # noqa: E402

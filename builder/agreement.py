@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from tqdm import tqdm
 
 from execrepobench_dataset.record import Sample
-from execrepobench_metric.judge import JudgeConfig, judge
+from execrepobench_metric.execution.judge import JudgeConfig, judge
 
 from .verify import null_fill
 

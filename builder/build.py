@@ -26,25 +26,27 @@ from tqdm import tqdm
 from execrepobench_dataset.measurements import MEASUREMENTS_FILE, Measurements, read_measurements, write_measurements
 from execrepobench_dataset.record import Sample, make_sample_id, read_jsonl, write_jsonl
 from execrepobench_dataset.repo_record import RepoRecord, read_repo_records, write_repo_records
+from execrepobench_dataset.schemes import BUILD_SCHEMES
 from execrepobench_dataset.stats import compute_statistics
 from execrepobench_dataset.version import __version__
-from execrepobench_metric.executors import Executor, ExecutorConfig, open_executor
-from execrepobench_metric.isolation import Isolation, decide_isolation
-from execrepobench_metric.measured import keep as keep_measurements
+from execrepobench_metric.defaults import BASELINE_TIMEOUT_S, VERIFY_TIMEOUT_S
+from execrepobench_metric.environments.measured import keep as keep_measurements
+from execrepobench_metric.execution.executors.base import Executor, ExecutorConfig
+from execrepobench_metric.execution.executors.registry import open_executor
+from execrepobench_metric.execution.sandbox import Isolation, decide_isolation
 
 from .baseline import Baseline, BaselineError, CoverageError
-from .context import CONTEXT_SCHEME, RepoContextIndex
+from .context import RepoContextIndex
 from .lock import EnvError
 from .manifest import Manifest, RepoSpec, with_resolution_date
 from .masking import MaskConfig, MaskResult, Region, candidate_files, sample_masks, split
-from .mix import MIX_NAME, level_mask
+from .mix import level_mask
 from .prepare import prepare
 from .records import with_files
 from .repo_files import context_pool, read_pool, write_atomic
 from .sources import SourceError, fetch
 from .repo_verification import verify_repo
 from .testlayout import NoTestsFound, modules_with_tests
-from .verify import GUARD_RECORDING, VERIFY_SCHEME
 
 # Errors whose message says it all; any other exception is reported with its traceback.
 REPO_ERRORS = (SourceError, EnvError, BaselineError, NoTestsFound)
@@ -57,7 +59,7 @@ class BuildConfig:
     manifest: Manifest
     out: Path
     baseline_runs: int = 3
-    baseline_timeout_s: float = 900.0
+    baseline_timeout_s: float = BASELINE_TIMEOUT_S
     only: tuple[str, ...] = ()  # repository names; empty = all
     mask: MaskConfig = field(default_factory=MaskConfig)
     progress: bool = True
@@ -69,7 +71,7 @@ class BuildConfig:
     gt_runs: int = 1
     workers: int = field(default_factory=lambda: os.cpu_count() or 1)  # runs at a time within a repository
     repo_workers: int = field(default_factory=lambda: os.cpu_count() or 1)  # repositories built at a time
-    judge_timeout_s: float = 300.0
+    judge_timeout_s: float = VERIFY_TIMEOUT_S
     # fill type -> narrowest selection rule allowed ("coverage" when absent); widen a kind of sample
     # here if benchmarks/bench_selection.py ever finds its selected verdicts disagreeing with the suite.
     selection_floor: Mapping[str, str] = field(default_factory=dict)
@@ -88,10 +90,9 @@ def _inputs_hash(spec: RepoSpec, config: BuildConfig, mask: MaskConfig, isolatio
     mask_fields = {f.name: getattr(mask, f.name) for f in fields(mask)}
     data = {"spec": asdict(spec), "seed": config.manifest.seed, "mask": mask_fields, "isolation": str(isolation),
             "baseline_runs": config.baseline_runs, "builder": __version__,
-            "oversample": config.oversample, "gt_runs": config.gt_runs, "guard": GUARD_RECORDING, "verify": VERIFY_SCHEME,
-            "selection_floor": dict(config.selection_floor), "mix": MIX_NAME,
+            "oversample": config.oversample, "gt_runs": config.gt_runs, "selection_floor": dict(config.selection_floor),
             "mutants": [config.mutants, config.min_mutant_kill], "context_tests": config.context_tests,
-            "context": CONTEXT_SCHEME}
+            **BUILD_SCHEMES}
     if spec.name in config.regions or spec.name in config.sample_fields:  # only live builds: other hashes unchanged
         data.update(region=getattr(config.regions.get(spec.name), "digest", None),
                     sample_fields=dict(config.sample_fields.get(spec.name, {})))

@@ -30,8 +30,9 @@ from execrepobench_dataset.record import (FILL_TYPES, ContextFile, RecordError, 
                                           write_jsonl)
 from execrepobench_dataset.repo_record import RepoRecord, write_repo_records
 from execrepobench_dataset.version import __version__
-from execrepobench_metric.isolation import decide_isolation
-from execrepobench_metric.judge import JudgeConfig
+from execrepobench_metric.defaults import BASELINE_TIMEOUT_S, VERIFY_TIMEOUT_S
+from execrepobench_metric.execution.judge import JudgeConfig
+from execrepobench_metric.execution.sandbox import decide_isolation
 
 from .baseline import Baseline
 from .build import error_entry
@@ -163,8 +164,8 @@ class ImportConfig:
     baseline_runs: int = 3
     gt_runs: int = 3
     python: str | None = None
-    baseline_timeout_s: float = 900.0
-    judge_timeout_s: float = 300.0
+    baseline_timeout_s: float = BASELINE_TIMEOUT_S
+    judge_timeout_s: float = VERIFY_TIMEOUT_S
 
 
 def _import_repo(name: str, group: list[OfficialLine], repos: Path, out: Path, config: ImportConfig, *,
@@ -246,7 +247,7 @@ def _share(counts: dict) -> float | None:
 
 def import_official(jsonl: Path, repos: Path, out: Path, *, verify: bool = True, workers: int = 2,
                     progress: bool = True, baseline_runs: int = 3, gt_runs: int = 3, python: str | None = None,
-                    baseline_timeout_s: float = 900.0, judge_timeout_s: float = 300.0,
+                    baseline_timeout_s: float = BASELINE_TIMEOUT_S, judge_timeout_s: float = VERIFY_TIMEOUT_S,
                     allow_weak_sandbox: bool = False) -> dict:
     """Import the official release; writes OUT/samples.jsonl (verified samples, or every converted
     sample when verify=False), OUT/all_samples.jsonl (every converted sample with its test selection),

@@ -7,13 +7,14 @@ import statistics
 from collections import Counter
 from typing import TYPE_CHECKING, Callable
 
-from execrepobench_dataset.measurements import MEASUREMENTS_SCHEME, Measurements
+from execrepobench_dataset.measurements import Measurements
 from execrepobench_dataset.record import Sample
 from execrepobench_dataset.repo_record import RepoRecord
-from execrepobench_metric.calibration import calibration_s, machine
-from execrepobench_metric.executors import Executor
-from execrepobench_metric.isolation import Isolation
-from execrepobench_metric.judge import JudgeConfig
+from execrepobench_dataset.schemes import MEASUREMENTS_SCHEME
+from execrepobench_metric.execution.calibration import calibration_s, machine
+from execrepobench_metric.execution.executors.base import Executor
+from execrepobench_metric.execution.judge import JudgeConfig
+from execrepobench_metric.execution.sandbox import Isolation
 
 from .baseline import Baseline
 from .mix import level_quotas, verify_to_quotas
@@ -23,7 +24,7 @@ from .verify import verify_report, verify_samples, with_selection
 if TYPE_CHECKING:
     from .build import BuildConfig
 
-VERIFY_BATCH = 16  # candidates verified per round of verify_to_quotas
+CANDIDATES_PER_ROUND = 16  # candidates verified per round of verify_to_quotas (at least 2 per parallel run)
 
 
 def verify_repo(samples: list[Sample], wanted: int, baseline: Baseline, cov: CoverageMap, pool: dict[str, str],
@@ -51,7 +52,7 @@ def verify_repo(samples: list[Sample], wanted: int, baseline: Baseline, cov: Cov
     quotas = level_quotas(wanted, f"{config.manifest.seed}:{name}")
     # large batches: candidates of one masked file share their ground-truth runs (ground_truth.py)
     parallel = executor.parallelism if executor else config.workers
-    mixed = verify_to_quotas(select(samples), quotas, verify, batch=max(VERIFY_BATCH, 2 * parallel),
+    mixed = verify_to_quotas(select(samples), quotas, verify, batch=max(CANDIDATES_PER_ROUND, 2 * parallel),
                              more=(lambda needs, round_: select(more(needs, round_))) if more else None)
     suite_s = statistics.median(baseline.durations_s) if baseline.durations_s else 0.0
     report = {**verify_report(mixed.outcomes, mixed.kept, len(baseline.passing), suite_s), **mixed.report,

@@ -18,12 +18,12 @@ In the order that costs least (the verdicts are the same as checking each sample
    (`by_test_files`: a shared run collects what each one's own run collects): each round runs the union
    of their judged tests once (`ground_truth.py`), recording `guard_allowed` and what each sample's
    runs measured (its `SampleTiming` and judged tests' CPU seconds: the repository's measurements, from
-   which the judge derives budgets - `execrepobench_metric/budget.py`; never part of the sample).
+   which the judge derives budgets - `execrepobench_metric/execution/budget.py`; never part of the sample).
 
-Null fills: `execrepobench_metric.fills` (the metric's `prepare` checks the same way).  A judgement
+Null fills: `execrepobench_metric.execution.fills` (the metric's `prepare` checks the same way).  A judgement
 that fails for the harness's reasons (an `error` verdict, any exception) drops the sample as
 `harness_error`: it is never counted as a ground-truth failure, and never kept.
-Both steps run on an executor (`execrepobench_metric.executors`): local threads or Ray nodes that make
+Both steps run on an executor (`execrepobench_metric.execution.executors`): local threads or Ray nodes that make
 the repository's environment from its record first; the null fills and the ground-truth groups are
 spread over them.
 """
@@ -41,31 +41,19 @@ from tqdm import tqdm
 from execrepobench_dataset.measurements import SampleTiming
 from execrepobench_dataset.record import Sample
 from execrepobench_dataset.repo_record import RepoRecord
-from execrepobench_metric.budget import Budget, time_budget
-from execrepobench_metric.executors import Batch, Executor, split
-from execrepobench_metric.executors.local import LocalExecutor
-from execrepobench_metric.fills import null_fill
-from execrepobench_metric.judge import JudgeConfig, judge_safely
-from execrepobench_metric.pytest_run import collected_files
+from execrepobench_metric.execution.budget import Budget, time_budget
+from execrepobench_metric.execution.executors.base import Batch, Executor, split
+from execrepobench_metric.execution.executors.local import LocalExecutor
+from execrepobench_metric.execution.fills import null_fill
+from execrepobench_metric.execution.judge import JudgeConfig, judge_safely
+from execrepobench_metric.execution.pytest_run import collected_files
 
 from .adequacy import Adequacy, adequate, check_mutants
 from .ground_truth import GroundTruth, check_ground_truth
 from .selection import CoverageMap, ImportGraph, select_tests
 
 DROP_REASONS = ("gt_failed", "null_passed", "no_null_fill", "no_tests", "harness_error", "weak_tests")
-VERIFY_BATCH = 2  # samples per executor batch (each is 3 ground-truth runs and a null fill)
-GUARD_RECORDING = 4  # 2: lazy machinery bound before the integrity reference; 3: allowances placed from the shared
-# run by the masked file the guard names (allowances.py); 4: doctest's own linecache swap is not recorded, the
-# plugin manager, items, doctest and _imp watched; what verification records for the in-process guard
-# (Sample.guard_allowed); part of build keys
-VERIFY_SCHEME = 8  # 3: null fill first (fail fast, budgets, pytest order), shared ground truth; 4: exact
-# exclusions with a selection, no example files collected as modules, duplicate node ids; 5: an enforcing
-# ground-truth round whenever the recording round saw something (whatever gt_runs), null fills unguarded,
-# ground-truth runs shared only by candidates with the same test files (by_test_files); 6: the coverage run is
-# one of the baseline runs, hypothesis' wall-clock checks lifted in every run; 7: phase budgets recorded
-# (Sample.phase_budget_s); 8: no budgets in samples (measurements apart, CPU seconds from our plugin), a
-# ground-truth round that timed out runs again with a wider limit, baseline tests that flipped are re-run on
-# their own before they are excluded; part of build keys
+SAMPLES_PER_EXECUTOR_BATCH = 2  # samples in one batch handed to the executor (each: 3 ground-truth runs, a null fill)
 
 
 @dataclass(frozen=True)
@@ -80,6 +68,8 @@ class Outcome:
     timing: SampleTiming | None = None  # what its ground truth's runs measured (kept samples)
     test_s: tuple[tuple[str, float], ...] = ()  # its judged tests' CPU seconds
     widened: int = 0  # ground-truth rounds that timed out and ran again with a wider limit
+    mutant_runs: int = 0  # mutants of its ground truth judged (mutation adequacy)
+    mutant_s: float = 0.0  # their wall seconds
 
 
 def precheck(sample: Sample) -> Outcome | None:
@@ -219,6 +209,7 @@ def verify_samples(samples: list[Sample], config: JudgeConfig, *, workers: int, 
 def _with_adequacy(outcome: Outcome, a: Adequacy, min_killed: float) -> Outcome:
     """The kept outcome with its mutants' numbers, dropped as `weak_tests` when its tests killed too few."""
     sample = replace(outcome.sample, mutants_killed=a.killed, mutants_total=a.total)
+    outcome = replace(outcome, mutant_runs=a.runs, mutant_s=a.run_s)
     if adequate(a, min_killed):
         return replace(outcome, sample=sample)
     return replace(outcome, sample=sample, kept=False, reason="weak_tests",
@@ -243,7 +234,7 @@ def _on(executor: Executor, fn: Callable[[Any], Any], items: list, record: RepoR
     """fn over `items` on the executor, one batch per environment and slot."""
     batches = [Batch(_repo_of(part[0]), env, part, record if record and record.env_key == env else None)
                for env in dict.fromkeys(key(i) for i in items)
-               for part in split([i for i in items if key(i) == env], VERIFY_BATCH, executor.parallelism)]
+               for part in split([i for i in items if key(i) == env], SAMPLES_PER_EXECUTOR_BATCH, executor.parallelism)]
     return executor.map(fn, batches, config)
 
 
@@ -287,6 +278,8 @@ def verify_report(outcomes: list[Outcome], kept: list[Sample], suite_tests: int,
         "gt_widened": sum(o.widened for o in outcomes),
         # mutation adequacy of the kept samples: mutants killed / judged (and the drops: weak_tests)
         "mutants_killed": sum(s.mutants_killed for s in kept), "mutants_total": sum(s.mutants_total for s in kept),
+        # what adequacy cost: mutant judgements made and their wall seconds (against null_runs_s and gt_runs_s)
+        "mutant_runs": sum(o.mutant_runs for o in outcomes), "mutant_runs_s": round(sum(o.mutant_s for o in outcomes), 1),
         # per kept sample: the median of its ground-truth runs (the statistics' ground-truth run time)
         "kept_gt_run_s": {o.sample.sample_id: round(statistics.median(o.gt_runs_s), 3) for o in outcomes
                           if o.sample.sample_id in kept_ids and o.gt_runs_s},

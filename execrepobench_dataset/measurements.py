@@ -10,8 +10,8 @@ took is data about the machine that ran it, so it lives here, one record per rep
 - `tests`: per judged test, the CPU seconds of its setup, call and teardown (the most any ground-truth
   run of it took);
 - `machine` and `calibration_s`: where it was measured, and how long that machine took for the
-  calibration workload (`execrepobench_metric.calibration`), so a judge on a slower machine scales the
-  budgets it derives from these times (`execrepobench_metric.budget`).
+  calibration workload (`execrepobench_metric.execution.calibration`), so a judge on a slower machine scales the
+  budgets it derives from these times (`execrepobench_metric.execution.budget`).
 
 Published beside the samples (`measurements.jsonl`), never part of a fingerprint.  This module imports
 nothing from the other rooms.
@@ -24,9 +24,8 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator, Mapping
 
 from .record import RecordError, read_records
+from .schemes import KNOWN_MEASUREMENTS_SCHEMES
 
-MEASUREMENTS_SCHEME = "cpu-1"  # what the numbers mean (CPU seconds as our pytest plugin measures them)
-KNOWN_SCHEMES = (MEASUREMENTS_SCHEME,)
 MEASUREMENTS_FILE = "measurements.jsonl"
 
 
@@ -48,8 +47,8 @@ class Measurements:
 
     def __post_init__(self) -> None:
         where = f"measurements of {self.repo_name!r}"
-        if self.scheme not in KNOWN_SCHEMES:
-            raise RecordError(f"{where}: unknown scheme {self.scheme!r} (this version reads {', '.join(KNOWN_SCHEMES)}); "
+        if self.scheme not in KNOWN_MEASUREMENTS_SCHEMES:
+            raise RecordError(f"{where}: unknown scheme {self.scheme!r} (this version reads {', '.join(KNOWN_MEASUREMENTS_SCHEMES)}); "
                               "judge with an explicit timeout (timeout=... / --timeout) or rebuild")
         if not (isinstance(self.calibration_s, float) and self.calibration_s > 0):
             raise RecordError(f"{where}: calibration_s must be a positive number, got {self.calibration_s!r}")

@@ -6,15 +6,13 @@ import pytest
 from conftest import make_sample
 from execrepobench.builder.mutants import mutants
 from execrepobench.builder.verify import verify_samples
-from execrepobench_metric.judge import JudgeConfig
-
-from test_budget import _sample
+from execrepobench_metric.execution.judge import JudgeConfig
 
 EDGES, INSIDE = "tests/test_mathx.py::test_clamp_edges", "tests/test_mathx.py::test_clamp_inside"
 
 
 def test_mutants_stay_in_the_middle_compile_and_differ():
-    s = _sample("def f(a, b):\n    ", "if a < b and a > 0:\n        return a + 1\n    return b", "\n")
+    s = make_sample(middle="if a < b and a > 0:\n        return a + 1\n    return b", prefix_code="def f(a, b):\n    ")
     found = mutants(s, limit=20)
     assert set(found) == {
         "if a <= b and a > 0:\n        return a + 1\n    return b",  # comparison swaps
@@ -30,7 +28,7 @@ def test_mutants_stay_in_the_middle_compile_and_differ():
     for m in found:
         assert ast.dump(ast.parse(s.prefix_code + m + s.suffix_code)) != original
     assert mutants(s) == mutants(s) and len(mutants(s)) == 3 and set(mutants(s)) <= set(found)  # the same 3
-    prefix_only = _sample("x = 1 + 2\ny = ", "'text'", "\n")  # nothing in the middle to mutate
+    prefix_only = make_sample(middle="'text'", prefix_code="x = 1 + 2\ny = ")  # nothing in the middle to mutate
     assert mutants(prefix_only) == []
 
 
@@ -44,8 +42,22 @@ def test_verification_counts_killed_mutants_and_drops_weak_tests(built_minirepo)
     conf = JudgeConfig(timeout_s=60)
     (kept,) = verify_samples([s], conf, workers=1, gt_runs=1, progress=False, mutants=3, min_killed=0.5)
     assert kept.kept and (kept.sample.mutants_killed, kept.sample.mutants_total) == (2, 3), kept
+    assert kept.mutant_runs == 3 and kept.mutant_s > 0  # what adequacy cost (the build report sums it)
     (weak,) = verify_samples([s], conf, workers=1, gt_runs=1, progress=False, mutants=3, min_killed=1.0)
     assert (weak.kept, weak.reason) == (False, "weak_tests") and "killed 2 of 3" in weak.detail, weak
     assert "value <= low" in weak.detail  # the surviving mutant, for a person to look at
     (off,) = verify_samples([s], conf, workers=1, gt_runs=1, progress=False)  # no mutants asked for
-    assert off.kept and (off.sample.mutants_killed, off.sample.mutants_total) == (0, 0)
+    assert off.kept and (off.sample.mutants_killed, off.sample.mutants_total) == (0, 0) and off.mutant_runs == 0
+
+
+def test_build_report_gives_what_adequacy_cost():
+    from execrepobench.builder.manifest import Manifest
+    from execrepobench.builder.report import markdown, summarize
+
+    repos = [{"repo": "a", "status": "ok", "samples": 1, "null_runs_s": 10.0, "gt_runs_s": 20.0, "mutant_runs": 3,
+              "mutant_runs_s": 6.0},
+             {"repo": "b", "status": "ok", "samples": 1, "null_runs_s": 2.0, "gt_runs_s": 2.0}]  # built before
+    summary = summarize(repos, Manifest(None, 0, 1, None, ()), "f")
+    assert summary["totals"]["verify_run_s"] == {"null": 12.0, "gt": 22.0, "mutant": 6.0}
+    assert summary["totals"]["mutant_runs"] == 3
+    assert "Mutation adequacy: 3 mutant judgements, 6 run-seconds (15% of verification's 40" in markdown(summary)

@@ -1,4 +1,4 @@
-"""Canary tests (execrepobench_metric/canaries.py): a check whose expected outcome only the judge knows.
+"""Canary tests (execrepobench_metric/execution/canaries.py): a check whose expected outcome only the judge knows.
 
 Planning and checking without a sandbox; then, in the real sandbox: honest completions keep their
 verdicts with canaries; an attack that rewrites every outcome past every in-process check (guard
@@ -20,13 +20,13 @@ import pytest
 
 import guard_attacks as corpus
 from conftest import make_sample, prepared_local_repo
-from execrepobench_metric.canaries import CanaryPlan, check_canaries, plan_canaries
-from execrepobench_metric.canary_config import read_collects
-from execrepobench_metric.fills import null_fill
-from execrepobench_metric.guard import read_evidence
-from execrepobench_metric.judge import JudgeConfig, judge
-from execrepobench_metric.junit import parse_junit_file, results_by_nodeid
-from execrepobench_metric.sandbox import SandboxRun, ViewFile, _bwrap_args, strong_available
+from execrepobench_metric.execution.canaries import CanaryPlan, check_canaries, plan_canaries
+from execrepobench_metric.execution.canary_config import read_collects
+from execrepobench_metric.execution.fills import null_fill
+from execrepobench_metric.execution.guard import read_evidence
+from execrepobench_metric.execution.judge import JudgeConfig, judge
+from execrepobench_metric.execution.junit import parse_junit_file, results_by_nodeid
+from execrepobench_metric.execution.sandbox import SandboxRun, ViewFile, _bwrap_args, strong_available
 
 needs_bwrap = pytest.mark.skipif(strong_available() is not None, reason=f"no bwrap sandbox: {strong_available()}")
 CLAMP_TESTS = ("tests/test_mathx.py::test_clamp_inside", "tests/test_mathx.py::test_clamp_edges")
@@ -152,7 +152,7 @@ def _plan() -> CanaryPlan:
 
 
 def _c(nodeid, expected):
-    from execrepobench_metric.canaries import Canary
+    from execrepobench_metric.execution.canaries import Canary
     return Canary(nodeid, expected)
 
 

@@ -10,12 +10,11 @@ from collections import Counter
 
 import pytest
 
-from conftest import prepared_repo
+from conftest import make_sample, prepared_repo
 from execrepobench.builder.verify import verify_one
-from execrepobench_dataset.record import Sample
-from execrepobench_metric.judge import JudgeConfig, judge
-from execrepobench_metric.sandbox import strong_available
-from honest_corpus import DOCREPO_MANIFEST, ast_mutants, collected_ids, honest_completions, sample_of, write_docrepo
+from execrepobench_dataset.record import FILL_BLOCK, Sample
+from execrepobench_metric.execution.judge import JudgeConfig, judge
+from honest_corpus import DOCREPO_MANIFEST, ast_mutants, collected_ids, fill_of, honest_completions, write_docrepo
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.slow]
 ON = JudgeConfig(timeout_s=120)  # verification (the builder never plants canaries) and judging without canaries
@@ -64,10 +63,7 @@ def _check(rows: list[tuple[str, str, str, str, str]], samples: list[Sample]) ->
 
 def test_ast_mutants_change_one_node():
     prefix, middle = "def f(a, b):\n    ", "if a > b:\n        return a + 1\n    return b"
-    sample = Sample(sample_id="x", repo_name="r", repo_source="r", file_name="m.py", prefix_code=prefix,
-                    middle_code=middle, suffix_code="\n", context_code=(), fill_type="grammar-based: block",
-                    node_type="block", middle_start_byte=len(prefix), middle_end_byte=len(prefix + middle),
-                    env_key="e", seed=0, builder_version="t", test_command=(), judged_tests=())
+    sample = make_sample(middle=middle, fill_type=FILL_BLOCK, prefix_code=prefix, node_type="block")
     got = dict(ast_mutants(sample))
     assert got["operator_0"] == "if a >= b:\n        return a + 1\n    return b"  # post-order: the test first
     assert got["operator_1"] == "if a > b:\n        return a - 1\n    return b"
@@ -89,7 +85,8 @@ def docrepo(tmp_path_factory):
         samples = []
         for file, middle, words in DOCREPO_SITES:
             judged = tuple(i for i in ids if any(w in i for w in words))
-            outcome = verify_one(sample_of(built, "docrepo", file, middle, judged), ON)
+            outcome = verify_one(make_sample(built, file, middle, judged, fill_of(middle), repo_name="docrepo",
+                                             node_type="statement"), ON)
             assert outcome.kept, (middle, outcome)
             samples.append(outcome.sample)
     finally:
@@ -98,8 +95,6 @@ def docrepo(tmp_path_factory):
 
 
 def test_honest_wrong_completions_are_never_tampering_on_doctests(docrepo, monkeypatch):
-    if strong_available() is not None:
-        pytest.skip("no bwrap")
     monkeypatch.setenv("EXECREPOBENCH_CACHE", docrepo["cache"])
     _check(_judge_all(docrepo["samples"]), docrepo["samples"])
 
@@ -137,7 +132,8 @@ def parse_repo(tmp_path_factory):
         assert "README.rst::README.rst" in judged, ids
         samples = []
         for middle in PARSE_SITES:
-            outcome = verify_one(sample_of(built, "parse", "parse/__init__.py", middle, judged), ON)
+            outcome = verify_one(make_sample(built, "parse/__init__.py", middle, judged, fill_of(middle), repo_name="parse",
+                                             node_type="statement"), ON)
             assert outcome.kept, (middle, outcome)
             samples.append(outcome.sample)
     finally:
@@ -149,3 +145,47 @@ def parse_repo(tmp_path_factory):
 def test_honest_wrong_completions_are_never_tampering_on_a_pypi_repository(parse_repo, monkeypatch):
     monkeypatch.setenv("EXECREPOBENCH_CACHE", parse_repo["cache"])
     _check(_judge_all(parse_repo["samples"]), parse_repo["samples"])
+
+
+TABULATE_MANIFEST = '''[[repo]]
+source = "pypi:tabulate==0.10.0"
+sha256 = "e2cfde8f79420f6deeffdeda9aaec3b6bc5abce947655d17ac662b126e48a60d"
+extra_test_requires = ["wcwidth"]
+pytest_args = ["--doctest-modules", "--ignore=benchmark"]
+'''
+# statements of tabulate/__init__.py that its module doctests run (judged: the module's doctests +
+# test/test_internal.py); the third repository of the honest corpus (issue 25: >= 3 with doctests)
+TABULATE_SITES = [
+    'if pos >= 0:\n                return len(string) - pos - 1\n            else:\n                return -1  # no point',
+    'pos = string.rfind(".")\n            pos = string.lower().rfind("e") if pos < 0 else pos',
+    'if isinstance(s, str):\n        return _ansi_codes.sub(r"\\4", s)\n    else:  # a bytestring\n'
+    '        return _ansi_codes_bytes.sub(r"\\4", s)',
+    'moregeneric = max(types.get(type1, 5), types.get(type2, 5))\n    return invtypes[moregeneric]',
+]
+
+
+@pytest.fixture(scope="module")
+def tabulate_repo(tmp_path_factory):
+    base = tmp_path_factory.mktemp("tabulate")
+    patch = pytest.MonkeyPatch()
+    patch.setenv("EXECREPOBENCH_CACHE", str(base / "cache"))
+    try:
+        built = prepared_repo(TABULATE_MANIFEST, base)
+        ids = collected_ids(built)
+        judged = tuple(i for i in ids if i.startswith("tabulate/__init__.py::") or i.startswith("test/test_internal.py"))
+        assert "tabulate/__init__.py::tabulate._afterpoint" in judged, ids
+        samples = []
+        for middle in TABULATE_SITES:
+            outcome = verify_one(make_sample(built, "tabulate/__init__.py", middle, judged, fill_of(middle), repo_name="tabulate",
+                                             node_type="statement"), ON)
+            assert outcome.kept, (middle, outcome)
+            samples.append(outcome.sample)
+    finally:
+        patch.undo()
+    return {"cache": str(base / "cache"), "samples": samples}
+
+
+@pytest.mark.pypi
+def test_honest_wrong_completions_are_never_tampering_on_tabulate_doctests(tabulate_repo, monkeypatch):
+    monkeypatch.setenv("EXECREPOBENCH_CACHE", tabulate_repo["cache"])
+    _check(_judge_all(tabulate_repo["samples"]), tabulate_repo["samples"])

@@ -6,12 +6,12 @@ import pytest
 
 from execrepobench.builder.build import BuildConfig, build
 from execrepobench.builder.manifest import parse_manifest
-from execrepobench.builder.testconfig import coverage_settings, filter_addopts, neutralise, pytest_config
 from execrepobench.builder.masking import candidate_files
+from execrepobench.builder.testconfig import coverage_settings, filter_addopts, neutralise, pytest_config
 from execrepobench.builder.testlayout import NoTestsFound, find_tests, modules_with_tests
 from execrepobench_dataset.record import read_jsonl
 from execrepobench_dataset.repo_record import read_repo_records
-from execrepobench_metric.environments import find_environment
+from execrepobench_metric.environments.venvs import find_environment
 from fixture_repos import TESTS, UNITTEST, write_repo
 
 

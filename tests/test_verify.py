@@ -7,7 +7,7 @@ from conftest import make_sample
 from execrepobench.builder.selection import CoverageMap, ImportGraph, region_lines, select_tests
 from execrepobench.builder.verify import null_fill, verify_one
 from execrepobench_dataset.record import FILL_BLOCK, FILL_EXPRESSION, FILL_SPAN
-from execrepobench_metric.judge import JudgeConfig
+from execrepobench_metric.execution.judge import JudgeConfig
 
 FILES = {
     "pkg/__init__.py": "from .core import f\n",
@@ -94,17 +94,8 @@ def test_verify_keeps_discriminating_and_drops_untested(built_minirepo):
 
 def test_selection_floor_widens_one_kind_only():
     from execrepobench.builder.verify import with_selection
-    from execrepobench_dataset.record import Sample
 
-    prefix, middle = _split("pkg/core.py", "y = x + 1")
-    suffix = FILES["pkg/core.py"][len(prefix) + len(middle):]
-
-    def sample(fill):
-        return Sample(sample_id=fill, repo_name="r", repo_source="s", file_name="pkg/core.py", prefix_code=prefix,
-                      middle_code=middle, suffix_code=suffix, context_code=(), fill_type=fill, node_type="x",
-                      middle_start_byte=len(prefix), middle_end_byte=len(prefix) + len(middle), env_key="k",
-                      seed=0, builder_version="t")
-
-    out = with_selection([sample(FILL_BLOCK), sample(FILL_EXPRESSION)], COV, ImportGraph(FILES), JUDGEABLE,
-                         floor={FILL_BLOCK: "suite"})
+    block, expression = (make_sample(file_name="pkg/core.py", middle="y = x + 1", fill_type=fill,
+                                     text=FILES["pkg/core.py"], sample_id=fill) for fill in (FILL_BLOCK, FILL_EXPRESSION))
+    out = with_selection([block, expression], COV, ImportGraph(FILES), JUDGEABLE, floor={FILL_BLOCK: "suite"})
     assert [s.selection_rule for s in out] == ["suite", "coverage"]

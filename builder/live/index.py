@@ -24,15 +24,15 @@ from pathlib import Path
 from packaging.utils import InvalidSdistFilename, canonicalize_name, parse_sdist_filename
 from packaging.version import InvalidVersion, Version
 
+from execrepobench_dataset.schemes import INDEX_CACHE_SCHEMA
 from execrepobench_dataset.version import __version__
-from execrepobench_metric.layout import cache_root
+from execrepobench_metric.defaults import INDEX_REQUEST_TIMEOUT_S
+from execrepobench_metric.environments.layout import cache_root
 
 DEFAULT_INDEX_URL = "https://pypi.org/simple/"
 INDEX_URL_ENV = "EXECREPOBENCH_INDEX_URL"
 ACCEPT = "application/vnd.pypi.simple.v1+json"
-TIMEOUT_S = 30.0
 SDIST_SUFFIXES = (".tar.gz", ".zip")
-CACHE_SCHEMA = 1
 
 
 class IndexQueryError(RuntimeError):
@@ -135,7 +135,8 @@ def parse_project(data: dict, project: str, index: str, fetched_at: datetime) ->
 class IndexClient:
     """Asks one index about named projects; answers cached on disk (see the module doc)."""
 
-    def __init__(self, url: str | None = None, cache_dir: Path | None = None, timeout_s: float = TIMEOUT_S) -> None:
+    def __init__(self, url: str | None = None, cache_dir: Path | None = None,
+                 timeout_s: float = INDEX_REQUEST_TIMEOUT_S) -> None:
         self.url = index_url(url)
         self.cache_dir = cache_dir or cache_root() / "index" / hashlib.sha256(self.url.encode()).hexdigest()[:16]
         self.timeout_s = timeout_s
@@ -148,7 +149,7 @@ class IndexClient:
         try:
             stored = json.loads(self._cache_file(project).read_text(encoding="utf-8"))
             fetched = parse_time(stored["fetched_at"])
-            if stored.get("schema") != CACHE_SCHEMA or stored.get("index") != self.url:
+            if stored.get("schema") != INDEX_CACHE_SCHEMA or stored.get("index") != self.url:
                 return None
         except (OSError, ValueError, KeyError, TypeError):
             return None
@@ -193,7 +194,7 @@ class IndexClient:
         path = self._cache_file(project)
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps({"schema": CACHE_SCHEMA, "index": self.url, "fetched_at": fetched.isoformat(),
+        tmp.write_text(json.dumps({"schema": INDEX_CACHE_SCHEMA, "index": self.url, "fetched_at": fetched.isoformat(),
                                    "response": data}), encoding="utf-8")
         os.replace(tmp, path)
         return releases
