@@ -1,8 +1,7 @@
 """`judge.decide` without a sandbox: a table of frozen run results -> verdicts, one row per branch of the
 chain (what the plan found, the CPU budget, the guard's stream, timeouts, unfinished sessions, phase
 budgets, collection errors, failing / missing / inconsistent / skipped tests, the canaries, the exit
-code).  A tracer
-proves that the table reaches every `return` of `decide` and of the guard's stream reading."""
+code).  A tracer proves that the table reaches every `return` of `decide` and of the guard's stream reading."""
 import dataclasses
 import inspect
 import signal
