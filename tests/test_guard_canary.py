@@ -189,6 +189,8 @@ def test_what_the_canaries_say():
              "t/test_l.py::test_d")
     assert _check({"t/test_l.py::test_c": "failed"}, collected=early).state == "rerun"
     assert _check(honest, unmatched={"t.test_m": "error"}).state == "rerun"  # a canary module did not import
+    assert _check(honest, unmatched={"t/test_l.py": "error"}).state == "rerun"
+    assert _check(honest, unmatched={"t.test_m_more": "error"}).state == "held"  # another module's error
     assert check_canaries(None, collected=(), outcomes={}, cross={}, unmatched={}, judged=()).label == ""
 
 

@@ -41,6 +41,7 @@ from .junit import ERROR, FAILED, PASSED, SKIPPED
 from .pytest_run import collected_files
 from .sandbox import ViewFile
 
+
 @dataclass(frozen=True)
 class Canary:
     nodeid: str
@@ -62,7 +63,11 @@ class CanaryPlan:
 
     def owns(self, name: str) -> bool:
         """A node id or junit name of one of the canary files (a collection error names either)."""
-        return any(name.startswith(f.path) or name.startswith(f.path[:-3].replace("/", ".")) for f in self.files)
+        def of(f: ViewFile) -> bool:
+            dotted = f.path[:-3].replace("/", ".")
+            return name in (f.path, dotted) or name.startswith((f.path + "::", dotted + "."))
+
+        return any(of(f) for f in self.files)
 
     def to_dict(self) -> dict:
         """For the run's evidence folder (written after the run, never where the run can read it)."""
