@@ -22,13 +22,13 @@ import tempfile
 import time
 from pathlib import Path
 
-from execrepobench.builder.workload import reformatted
 from execrepobench_dataset.load import open_dataset
 from execrepobench_metric.budget import budgets_for, run_limits
 from execrepobench_metric.isolation import decide_isolation
 from execrepobench_metric.judge import JudgeConfig, judge
 
 sys.path.insert(0, str(Path(__file__).parent))
+from workload import reformatted  # noqa: E402
 from _common import spinning, verified_samples  # noqa: E402
 
 

@@ -32,19 +32,19 @@ from execrepobench_metric.executors import Executor, ExecutorConfig, open_execut
 from execrepobench_metric.isolation import Isolation, decide_isolation
 from execrepobench_metric.measured import keep as keep_measurements
 
-from .baseline import Baseline, BaselineError, CoverageError
-from .context import CONTEXT_SCHEME, RepoContextIndex
-from .lock import EnvError
-from .manifest import Manifest, RepoSpec, with_resolution_date
-from .masking import MaskConfig, MaskResult, Region, candidate_files, sample_masks, split
-from .mix import MIX_NAME, level_mask
-from .prepare import prepare
-from .records import with_files
-from .repo_files import context_pool, read_pool, write_atomic
-from .sources import SourceError, fetch
-from .repo_verification import verify_repo
-from .testlayout import NoTestsFound, modules_with_tests
-from .verify import GUARD_RECORDING, VERIFY_SCHEME
+from .preparation.baseline import Baseline, BaselineError, CoverageError
+from .sampling.context import CONTEXT_SCHEME, RepoContextIndex
+from .preparation.lock import EnvError
+from .sources.manifest import Manifest, RepoSpec, with_resolution_date
+from .sampling.masking import MaskConfig, MaskResult, Region, candidate_files, sample_masks, split
+from .verification.mix import MIX_NAME, level_mask
+from .preparation.prepare import prepare
+from .preparation.records import with_files
+from .sampling.repo_files import context_pool, read_pool, write_atomic
+from .sources.sources import SourceError, fetch
+from .verification.repo_verification import verify_repo
+from .preparation.testlayout import NoTestsFound, modules_with_tests
+from .verification.verify import GUARD_RECORDING, VERIFY_SCHEME
 
 # Errors whose message says it all; any other exception is reported with its traceback.
 REPO_ERRORS = (SourceError, EnvError, BaselineError, NoTestsFound)
@@ -302,7 +302,7 @@ def build(config: BuildConfig) -> dict:
     """Build every selected repository; write OUT/samples.jsonl, OUT/repositories.jsonl (one record per ok
     repository), OUT/measurements.jsonl (what this machine measured: never part of the fingerprint) and
     OUT/build_report.{json,md}."""
-    from .report import summarize, write_report
+    from .release.report import summarize, write_report
 
     repos = list(config.manifest.repos)
     if config.only:

@@ -33,14 +33,14 @@ from execrepobench_dataset.version import __version__
 from execrepobench_metric.isolation import decide_isolation
 from execrepobench_metric.judge import JudgeConfig
 
-from .baseline import Baseline
+from .preparation.baseline import Baseline
 from .build import error_entry
-from .repo_files import read_pool, write_atomic
-from .manifest import RepoSpec
-from .prepare import prepare
-from .selection import ImportGraph
-from .sources import SourceError, fetch
-from .verify import DROP_REASONS, verify_samples, with_selection
+from .sampling.repo_files import read_pool, write_atomic
+from .sources.manifest import RepoSpec
+from .preparation.prepare import prepare
+from .verification.selection import ImportGraph
+from .sources.sources import SourceError, fetch
+from .verification.verify import DROP_REASONS, verify_samples, with_selection
 
 ENTRY_POINT = "evaluate_repo.py"
 NODE_TYPE = "official"

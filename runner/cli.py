@@ -51,7 +51,7 @@ def _add_build(p: argparse.ArgumentParser) -> None:
 def _run_build(args: argparse.Namespace) -> int:
     from execrepobench.builder.build import BuildConfig, build
     from execrepobench_metric.executors import ExecutorConfig, ExecutorUnavailable
-    from execrepobench.builder.manifest import (ManifestError, default_manifest_path, load_manifest,
+    from execrepobench.builder.sources.manifest import (ManifestError, default_manifest_path, load_manifest,
                                                 quickstart_manifest_path)
 
     path = args.manifest or (quickstart_manifest_path() if args.quickstart else default_manifest_path())
@@ -81,7 +81,7 @@ def _run_build(args: argparse.Namespace) -> int:
     except (ValueError, SandboxUnavailable, ExecutorUnavailable) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    from execrepobench.builder.report import markdown
+    from execrepobench.builder.release.report import markdown
 
     print(markdown(summary))
     print(f"wrote {args.out / 'samples.jsonl'} and {args.out / 'build_report.md'}")
@@ -262,7 +262,7 @@ def _add_run(p: argparse.ArgumentParser) -> None:
 
 
 def _run_run(args: argparse.Namespace) -> int:
-    from execrepobench.builder.manifest import ManifestError
+    from execrepobench.builder.sources.manifest import ManifestError
     from execrepobench.runner.run import BuildFailed, RunConfig, run
     from execrepobench_dataset.record import RecordError
     from execrepobench_metric.api import HarnessError, InputError
@@ -271,7 +271,7 @@ def _run_run(args: argparse.Namespace) -> int:
     from execrepobench_metric.isolation import SandboxUnavailable
     from execrepobench_metric.prepare import EnvironmentsMissing
 
-    from execrepobench.builder.manifest import default_manifest_path
+    from execrepobench.builder.sources.manifest import default_manifest_path
     from execrepobench_dataset.load import DatasetNotFound
 
     options = {key: getattr(args, key) for key in ("temperature", "top_p", "seed", "tensor_parallel_size", "base_url",

@@ -64,8 +64,8 @@ def add_fingerprint(p: argparse.ArgumentParser) -> None:
 
 
 def _lock_file(name: str) -> Path:
-    from execrepobench.builder.manifest import default_manifest_path, quickstart_manifest_path
-    from execrepobench.builder.release_lock import packaged_lock
+    from execrepobench.builder.sources.manifest import default_manifest_path, quickstart_manifest_path
+    from execrepobench.builder.release.release_lock import packaged_lock
 
     packaged = {"default": default_manifest_path, "quickstart": quickstart_manifest_path}
     return packaged_lock(packaged[name]()) if name in packaged else Path(name)
@@ -82,7 +82,7 @@ def run_fingerprint(args: argparse.Namespace) -> int:
         return 2
     print(opened.fingerprint)
     if args.write_lock is not None:
-        from execrepobench.builder.release_lock import lock_of
+        from execrepobench.builder.release.release_lock import lock_of
 
         if args.manifest is None or not args.manifest.is_file():
             print("error: --write-lock needs --manifest TOML (the manifest this folder was built from)", file=sys.stderr)
@@ -91,7 +91,7 @@ def run_fingerprint(args: argparse.Namespace) -> int:
                                    encoding="utf-8")
         print(f"wrote {args.write_lock}")
     if args.expect is not None:
-        from execrepobench.builder.release_lock import check
+        from execrepobench.builder.release.release_lock import check
 
         path = _lock_file(args.expect)
         try:

@@ -89,7 +89,7 @@ def open_source(config: RunConfig) -> OpenedDataset:
 
 def _build(config: RunConfig) -> Path:
     from execrepobench.builder.build import BuildConfig, build
-    from execrepobench.builder.manifest import load_manifest, quickstart_manifest_path
+    from execrepobench.builder.sources.manifest import load_manifest, quickstart_manifest_path
     from execrepobench_metric.executors import ExecutorConfig
 
     path = config.manifest or quickstart_manifest_path()

@@ -4,8 +4,8 @@ import ast
 import pytest
 
 from conftest import make_sample
-from execrepobench.builder.mutants import mutants
-from execrepobench.builder.verify import verify_samples
+from execrepobench.builder.verification.mutants import mutants
+from execrepobench.builder.verification.verify import verify_samples
 from execrepobench_metric.judge import JudgeConfig
 
 from test_budget import _sample

@@ -1,8 +1,8 @@
-"""Placing what a shared ground-truth recording run saw (builder/allowances.py): by the masked file the
+"""Placing what a shared ground-truth recording run saw (builder/verification/allowances.py): by the masked file the
 guard named, a test module's change to every candidate of the run, anything else nowhere (None)."""
 from __future__ import annotations
 
-from execrepobench.builder.allowances import attribute
+from execrepobench.builder.verification.allowances import attribute
 from execrepobench_dataset.record import Sample
 
 

@@ -7,7 +7,7 @@ import pytest
 import execrepobench.builder.build as build_module
 from conftest import make_sample
 from execrepobench.builder.build import BuildConfig, build
-from execrepobench.builder.manifest import parse_manifest
+from execrepobench.builder.sources.manifest import parse_manifest
 from execrepobench.runner import cli
 from execrepobench_dataset.record import read_jsonl, write_jsonl
 from execrepobench_metric import api

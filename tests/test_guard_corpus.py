@@ -6,7 +6,7 @@ import pytest
 
 import guard_attacks as corpus
 from conftest import prepared_repo
-from execrepobench.builder.verify import verify_one
+from execrepobench.builder.verification.verify import verify_one
 from execrepobench_dataset.record import Sample, make_sample_id
 from execrepobench_metric.judge import JudgeConfig, judge
 from execrepobench_metric.sandbox import strong_available

@@ -11,7 +11,7 @@ from collections import Counter
 import pytest
 
 from conftest import prepared_repo
-from execrepobench.builder.verify import verify_one
+from execrepobench.builder.verification.verify import verify_one
 from execrepobench_dataset.record import Sample
 from execrepobench_metric.judge import JudgeConfig, judge
 from execrepobench_metric.sandbox import strong_available

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from execrepobench_metric import sources
-from execrepobench.builder.manifest import RepoSpec, default_manifest_path, load_manifest
-from execrepobench.builder.sources import FetchedSource, SourceError, fetch, safe_extract, tree_hash
+from execrepobench.builder.sources.manifest import RepoSpec, default_manifest_path, load_manifest
+from execrepobench.builder.sources.sources import FetchedSource, SourceError, fetch, safe_extract, tree_hash
 from execrepobench_metric.layout import CACHE_ENV_VAR, downloads_dir, sources_dir
 
 needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="git not installed")

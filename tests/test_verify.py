@@ -4,8 +4,8 @@ import dataclasses
 import pytest
 
 from conftest import make_sample
-from execrepobench.builder.selection import CoverageMap, ImportGraph, region_lines, select_tests
-from execrepobench.builder.verify import null_fill, verify_one
+from execrepobench.builder.verification.selection import CoverageMap, ImportGraph, region_lines, select_tests
+from execrepobench.builder.verification.verify import null_fill, verify_one
 from execrepobench_dataset.record import FILL_BLOCK, FILL_EXPRESSION, FILL_SPAN
 from execrepobench_metric.judge import JudgeConfig
 
@@ -93,7 +93,7 @@ def test_verify_keeps_discriminating_and_drops_untested(built_minirepo):
 
 
 def test_selection_floor_widens_one_kind_only():
-    from execrepobench.builder.verify import with_selection
+    from execrepobench.builder.verification.verify import with_selection
     from execrepobench_dataset.record import Sample
 
     prefix, middle = _split("pkg/core.py", "y = x + 1")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from packaging.utils import canonicalize_name
 
-from ..manifest import _NAME_RE
+from ..sources.manifest import _NAME_RE
 
 CANDIDATES_FILE = Path(__file__).resolve().parent / "candidates.toml"
 

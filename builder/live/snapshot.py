@@ -23,7 +23,7 @@ from tqdm import tqdm
 from execrepobench_metric.sources import SourceError
 
 from ..build import BuildConfig, build
-from ..manifest import Manifest
+from ..sources.manifest import Manifest
 from .candidates import Candidate
 from .index import IndexClient, IndexQueryError, IndexUnavailable, UnknownProject
 from .plan import ERROR, NO_RELEASE, NO_SAMPLE, NO_TESTS, OK, SUITE_FAILS, Planned, Releases, Skip, plan

@@ -28,7 +28,7 @@ mix.  Instead, per repository:
    what was short.
 
 Levels of fill types: `stats.FILL_LEVEL` (random = span, single-line, multi-line; the grammar-based fill
-type is the level of the node actually masked: builder/masking.py `level_of_type`).
+type is the level of the node actually masked: builder/sampling/masking.py `level_of_type`).
 """
 from __future__ import annotations
 
@@ -41,7 +41,7 @@ from typing import Callable, Mapping, Sequence
 from execrepobench_dataset.record import Sample
 from execrepobench_dataset.stats import FILL_LEVEL, LEVELS, PAPER_FILL_COUNTS, level_counts
 
-from .masking import CATEGORY_LEVEL, MaskConfig
+from ..sampling.masking import CATEGORY_LEVEL, MaskConfig
 
 PAPER_LEVELS = level_counts(PAPER_FILL_COUNTS)
 PAPER_SHARES = {lvl: n / sum(PAPER_LEVELS.values()) for lvl, n in PAPER_LEVELS.items()}

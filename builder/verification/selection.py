@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Collection, Mapping
 
-from .context import imported_paths
+from ..sampling.context import imported_paths
 
 RULES = ("coverage", "importers", "suite")
 

@@ -22,7 +22,7 @@ from execrepobench_metric.limits import Limits
 from execrepobench_metric.process import run_command
 from execrepobench_metric.pytest_run import PytestInvocation, run_pytest
 
-from .manifest import RepoSpec
+from ..sources.manifest import RepoSpec
 
 
 class BaselineError(RuntimeError):

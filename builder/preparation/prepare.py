@@ -15,11 +15,11 @@ from execrepobench_metric.isolation import Isolation
 
 from .baseline import Baseline, run_baseline, top_level_modules
 from .lock import resolve_lock
-from .manifest import RepoSpec
-from .masking import candidate_files
+from ..sources.manifest import RepoSpec
+from ..sampling.masking import candidate_files
 from .records import draft_record, final_record
-from .selection import CoverageMap
-from .sources import FetchedSource
+from ..verification.selection import CoverageMap
+from ..sources.sources import FetchedSource
 from .testconfig import neutralise
 from .testlayout import find_tests
 

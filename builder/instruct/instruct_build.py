@@ -31,10 +31,10 @@ from execrepobench_dataset.shards import ShardWriter
 from execrepobench_dataset.version import __version__
 
 from . import instruct
-from .build import error_entry
-from .manifest import Manifest, RepoSpec
-from .masking import MaskConfig
-from .sources import SourceError, fetch
+from ..build import error_entry
+from ..sources.manifest import Manifest, RepoSpec
+from ..sampling.masking import MaskConfig
+from ..sources.sources import SourceError, fetch
 
 JSONL_NAME = "instruct.jsonl"
 REPORT_NAME = "instruct_report.json"

@@ -15,13 +15,13 @@ from execrepobench_metric.executors import Executor
 from execrepobench_metric.isolation import Isolation
 from execrepobench_metric.judge import JudgeConfig
 
-from .baseline import Baseline
+from ..preparation.baseline import Baseline
 from .mix import level_quotas, verify_to_quotas
 from .selection import CoverageMap, ImportGraph, region_lines
 from .verify import verify_report, verify_samples, with_selection
 
 if TYPE_CHECKING:
-    from .build import BuildConfig
+    from ..build import BuildConfig
 
 VERIFY_BATCH = 16  # candidates verified per round of verify_to_quotas
 
@@ -31,7 +31,7 @@ def verify_repo(samples: list[Sample], wanted: int, baseline: Baseline, cov: Cov
                 more: Callable[[dict[str, int], int], list[Sample]] | None = None, executor: Executor | None = None,
                 record: RepoRecord | None = None) -> tuple[list[Sample], dict, Measurements | None]:
     """Select tests for each candidate, then verify candidates level by level until the repository's
-    per-level quotas (the paper's mix, builder/mix.py) are kept; `more(needs, round)` masks extra
+    per-level quotas (the paper's mix, builder/verification/mix.py) are kept; `more(needs, round)` masks extra
     candidates for a level that runs out.  Kept samples return in candidate order, with what their ground
     truths' runs measured.  Verification runs
     on `executor` (default: local threads); `record` lets its remote nodes make the environment."""

@@ -23,10 +23,10 @@ from execrepobench_dataset.record import Sample
 from execrepobench_dataset.repo_record import ENV_KEY_SCHEMA
 from execrepobench_dataset.version import __version__
 
-from .context import CONTEXT_SCHEME
-from .lock import LOCK_SCHEMA
-from .mix import MIX_NAME
-from .verify import GUARD_RECORDING, VERIFY_SCHEME
+from ..sampling.context import CONTEXT_SCHEME
+from ..preparation.lock import LOCK_SCHEMA
+from ..verification.mix import MIX_NAME
+from ..verification.verify import GUARD_RECORDING, VERIFY_SCHEME
 
 LOCK_FORMAT = 1
 
