@@ -81,7 +81,7 @@ def _run_build(args: argparse.Namespace) -> int:
     except (ValueError, SandboxUnavailable, ExecutorUnavailable) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    from execrepobench.builder.release.report import markdown
+    from execrepobench.builder.report import markdown
 
     print(markdown(summary))
     print(f"wrote {args.out / 'samples.jsonl'} and {args.out / 'build_report.md'}")

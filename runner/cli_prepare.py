@@ -64,8 +64,8 @@ def add_fingerprint(p: argparse.ArgumentParser) -> None:
 
 
 def _lock_file(name: str) -> Path:
-    from execrepobench.builder.sources.manifest import default_manifest_path, quickstart_manifest_path
     from execrepobench.builder.release.release_lock import packaged_lock
+    from execrepobench.builder.sources.manifest import default_manifest_path, quickstart_manifest_path
 
     packaged = {"default": default_manifest_path, "quickstart": quickstart_manifest_path}
     return packaged_lock(packaged[name]()) if name in packaged else Path(name)

@@ -183,8 +183,8 @@ def prepared_local_repo(base: Path, repo: Path) -> dict:
 def prepared_repo(manifest_text: str, base: Path) -> dict:
     """A repository prepared by the real builder (pinned source, locked uv environment, sandboxed
     baseline) without masking or verification: what `make_sample` needs to make samples by hand."""
-    from execrepobench.builder.sources.manifest import parse_manifest
     from execrepobench.builder.preparation.prepare import prepare
+    from execrepobench.builder.sources.manifest import parse_manifest
     from execrepobench.builder.sources.sources import fetch
     from execrepobench_metric.isolation import decide_isolation
 

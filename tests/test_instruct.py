@@ -6,18 +6,18 @@ from pathlib import Path
 import pytest
 
 from execrepobench.builder.instruct import instruct
-from execrepobench.builder.sampling.repo_files import read_pool
 from execrepobench.builder.instruct.instruct import CONTEXT_FILE, CONTEXT_HEADER, PREFIX_SUFFIX, instruct_records, render_user
 from execrepobench.builder.instruct.instruct_build import build_instruct
-from execrepobench.builder.sources.manifest import load_manifest, parse_manifest
 from execrepobench.builder.sampling.masking import MaskConfig, candidate_files
+from execrepobench.builder.sampling.repo_files import read_pool
+from execrepobench.builder.sources.manifest import load_manifest, parse_manifest
 from execrepobench.builder.sources.sources import fetch
 from execrepobench_dataset.instruct_record import SYSTEM_PROMPT, instruct_features, read_instruct_jsonl
 from execrepobench_dataset.record import (FILL_EXPRESSION, FILL_TYPES, ContextFile, Sample, make_sample_id,
                                           write_jsonl)
 
 FIXTURE = Path(__file__).parent / "fixtures" / "minirepo"
-MANIFESTS = Path(instruct.__file__).parent / "manifests"
+MANIFESTS = Path(instruct.__file__).parents[1] / "manifests"
 _FIXED = len(CONTEXT_HEADER) + len(PREFIX_SUFFIX.format(prefix="", suffix=""))
 
 

@@ -4,8 +4,8 @@ import tomllib
 import pytest
 
 from execrepobench.builder.preparation.lock import parse_compiled, resolve_lock
-from execrepobench.builder.sources.manifest import RepoSpec
 from execrepobench.builder.preparation.records import detect_license, manifest_entry
+from execrepobench.builder.sources.manifest import RepoSpec
 from execrepobench.builder.sources.sources import FetchedSource
 from execrepobench_metric.environments import EnvError, check_freeze, lock_pins
 from execrepobench_metric.layout import CACHE_ENV_VAR

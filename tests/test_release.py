@@ -4,8 +4,8 @@ import shutil
 
 import pytest
 
-from execrepobench.builder.sources.manifest import parse_manifest
 from execrepobench.builder.release.release import ReleaseConfig, release
+from execrepobench.builder.sources.manifest import parse_manifest
 
 
 @pytest.mark.slow

@@ -4,7 +4,8 @@ import dataclasses
 import pytest
 
 from conftest import make_sample
-from execrepobench.builder.verification.selection import CoverageMap, ImportGraph, region_lines, select_tests
+from execrepobench.builder.preparation.coverage import CoverageMap
+from execrepobench.builder.verification.selection import ImportGraph, region_lines, select_tests
 from execrepobench.builder.verification.verify import null_fill, verify_one
 from execrepobench_dataset.record import FILL_BLOCK, FILL_EXPRESSION, FILL_SPAN
 from execrepobench_metric.judge import JudgeConfig

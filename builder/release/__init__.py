@@ -1,2 +1,2 @@
-"""Stage 5, release: the build report (`report.py`), the release lock two labs compare (`release_lock.py`) and
-`execrepobench release`: build -> instruct -> publish (`release.py`)."""
+"""Stage 5, release: `execrepobench release` - build -> instruct -> publish (`release.py`) - and the release lock
+two labs compare (`release_lock.py`)."""

@@ -23,8 +23,8 @@ from execrepobench_dataset.record import Sample
 from execrepobench_dataset.repo_record import ENV_KEY_SCHEMA
 from execrepobench_dataset.version import __version__
 
-from ..sampling.context import CONTEXT_SCHEME
 from ..preparation.lock import LOCK_SCHEMA
+from ..sampling.context import CONTEXT_SCHEME
 from ..verification.mix import MIX_NAME
 from ..verification.verify import GUARD_RECORDING, VERIFY_SCHEME
 

@@ -48,9 +48,10 @@ from execrepobench_metric.fills import null_fill
 from execrepobench_metric.judge import JudgeConfig, judge_safely
 from execrepobench_metric.pytest_run import collected_files
 
+from ..preparation.coverage import CoverageMap
 from .adequacy import Adequacy, adequate, check_mutants
 from .ground_truth import GroundTruth, check_ground_truth
-from .selection import CoverageMap, ImportGraph, select_tests
+from .selection import ImportGraph, select_tests
 
 DROP_REASONS = ("gt_failed", "null_passed", "no_null_fill", "no_tests", "harness_error", "weak_tests")
 VERIFY_BATCH = 2  # samples per executor batch (each is 3 ground-truth runs and a null fill)
