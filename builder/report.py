@@ -53,6 +53,10 @@ def summarize(reports: list[dict], manifest: Manifest, fingerprint: str, isolati
             "per_level": level_counts({f: per_fill.get(f, 0) for f in FILL_TYPES}),
             "mix_within_tolerance": mix_within_tolerance({f: per_fill.get(f, 0) for f in FILL_TYPES}),
             "short_levels": dict(sorted(short.items())),
+            # verification's judgements (wall seconds, summed over parallel runs): what mutation adequacy costs
+            "verify_run_s": {kind: round(sum(r.get(f"{kind}_runs_s", 0.0) for r in reports), 1)
+                             for kind in ("null", "gt", "mutant")},
+            "mutant_runs": sum(r.get("mutant_runs", 0) for r in reports),
         },
         "repos": reports,
     }
@@ -83,6 +87,11 @@ def markdown(summary: dict) -> str:
         lines += ["", "Mix per level, this build (paper): " + ", ".join(
             f"{row[0]} {row[2]}% ({row[4]}%)" for row in mix_rows(t["per_fill_type"]))
             + (" - within" if t.get("mix_within_tolerance") else " - NOT within") + " 5 percentage points"]
+    runs = t.get("verify_run_s") or {}
+    if runs.get("mutant"):
+        lines += ["", f"Mutation adequacy: {t['mutant_runs']} mutant judgements, {runs['mutant']:.0f} run-seconds "
+                      f"({runs['mutant'] / max(1e-9, sum(runs.values())):.0%} of verification's "
+                      f"{sum(runs.values()):.0f}: null fills {runs['null']:.0f}, ground truths {runs['gt']:.0f})"]
     if t.get("short_levels"):
         lines += ["", f"Levels kept short of their quota (their slots went to other levels): {t['short_levels']}"]
     if t.get("repos_error"):

@@ -44,8 +44,22 @@ def test_verification_counts_killed_mutants_and_drops_weak_tests(built_minirepo)
     conf = JudgeConfig(timeout_s=60)
     (kept,) = verify_samples([s], conf, workers=1, gt_runs=1, progress=False, mutants=3, min_killed=0.5)
     assert kept.kept and (kept.sample.mutants_killed, kept.sample.mutants_total) == (2, 3), kept
+    assert kept.mutant_runs == 3 and kept.mutant_s > 0  # what adequacy cost (the build report sums it)
     (weak,) = verify_samples([s], conf, workers=1, gt_runs=1, progress=False, mutants=3, min_killed=1.0)
     assert (weak.kept, weak.reason) == (False, "weak_tests") and "killed 2 of 3" in weak.detail, weak
     assert "value <= low" in weak.detail  # the surviving mutant, for a person to look at
     (off,) = verify_samples([s], conf, workers=1, gt_runs=1, progress=False)  # no mutants asked for
-    assert off.kept and (off.sample.mutants_killed, off.sample.mutants_total) == (0, 0)
+    assert off.kept and (off.sample.mutants_killed, off.sample.mutants_total) == (0, 0) and off.mutant_runs == 0
+
+
+def test_build_report_gives_what_adequacy_cost():
+    from execrepobench.builder.manifest import Manifest
+    from execrepobench.builder.report import markdown, summarize
+
+    repos = [{"repo": "a", "status": "ok", "samples": 1, "null_runs_s": 10.0, "gt_runs_s": 20.0, "mutant_runs": 3,
+              "mutant_runs_s": 6.0},
+             {"repo": "b", "status": "ok", "samples": 1, "null_runs_s": 2.0, "gt_runs_s": 2.0}]  # built before
+    summary = summarize(repos, Manifest(None, 0, 1, None, ()), "f")
+    assert summary["totals"]["verify_run_s"] == {"null": 12.0, "gt": 22.0, "mutant": 6.0}
+    assert summary["totals"]["mutant_runs"] == 3
+    assert "Mutation adequacy: 3 mutant judgements, 6 run-seconds (15% of verification's 40" in markdown(summary)

@@ -9,6 +9,7 @@ in neither number; a sample with no mutant (nothing in its middle to mutate) is 
 """
 from __future__ import annotations
 
+import time
 import traceback
 from dataclasses import dataclass, replace
 
@@ -26,6 +27,8 @@ class Adequacy:
     survivors: tuple[str, ...] = ()  # mutants the judged tests passed
     errors: int = 0  # mutants whose judgement was a harness error (counted in neither number)
     detail: str = ""
+    runs: int = 0  # mutant judgements made (the build-time cost of adequacy)
+    run_s: float = 0.0  # their wall seconds
 
 
 def check_mutants(item: tuple[Sample, Budget | None], config: JudgeConfig, limit: int) -> Adequacy:
@@ -33,10 +36,12 @@ def check_mutants(item: tuple[Sample, Budget | None], config: JudgeConfig, limit
     sample, budget = item
     conf = replace(config, guard="off", timeout_s=None if budget else config.timeout_s, fail_fast=True,
                    known_verdicts=False)
-    killed = total = errors = 0
+    killed = total = errors = runs = 0
     survivors = []
+    t0 = time.monotonic()
     try:
         for middle in mutants(sample, limit):
+            runs += 1
             verdict = judge_safely(sample, middle, conf, budget=budget)
             if verdict.reason == "error":
                 errors += 1
@@ -48,8 +53,8 @@ def check_mutants(item: tuple[Sample, Budget | None], config: JudgeConfig, limit
                 killed += 1
     except Exception as exc:  # noqa: BLE001 - one sample's mutants never end a repository's verification
         return Adequacy(killed, total, tuple(survivors), errors + 1, f"{type(exc).__name__}: {exc}\n"
-                                                                    f"{traceback.format_exc()[-1500:]}")
-    return Adequacy(killed, total, tuple(survivors), errors)
+                        f"{traceback.format_exc()[-1500:]}", runs, time.monotonic() - t0)
+    return Adequacy(killed, total, tuple(survivors), errors, runs=runs, run_s=time.monotonic() - t0)
 
 
 def adequate(a: Adequacy, min_share: float) -> bool:

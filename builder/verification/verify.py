@@ -81,6 +81,8 @@ class Outcome:
     timing: SampleTiming | None = None  # what its ground truth's runs measured (kept samples)
     test_s: tuple[tuple[str, float], ...] = ()  # its judged tests' CPU seconds
     widened: int = 0  # ground-truth rounds that timed out and ran again with a wider limit
+    mutant_runs: int = 0  # mutants of its ground truth judged (mutation adequacy)
+    mutant_s: float = 0.0  # their wall seconds
 
 
 def precheck(sample: Sample) -> Outcome | None:
@@ -220,6 +222,7 @@ def verify_samples(samples: list[Sample], config: JudgeConfig, *, workers: int, 
 def _with_adequacy(outcome: Outcome, a: Adequacy, min_killed: float) -> Outcome:
     """The kept outcome with its mutants' numbers, dropped as `weak_tests` when its tests killed too few."""
     sample = replace(outcome.sample, mutants_killed=a.killed, mutants_total=a.total)
+    outcome = replace(outcome, mutant_runs=a.runs, mutant_s=a.run_s)
     if adequate(a, min_killed):
         return replace(outcome, sample=sample)
     return replace(outcome, sample=sample, kept=False, reason="weak_tests",
@@ -288,6 +291,8 @@ def verify_report(outcomes: list[Outcome], kept: list[Sample], suite_tests: int,
         "gt_widened": sum(o.widened for o in outcomes),
         # mutation adequacy of the kept samples: mutants killed / judged (and the drops: weak_tests)
         "mutants_killed": sum(s.mutants_killed for s in kept), "mutants_total": sum(s.mutants_total for s in kept),
+        # what adequacy cost: mutant judgements made and their wall seconds (against null_runs_s and gt_runs_s)
+        "mutant_runs": sum(o.mutant_runs for o in outcomes), "mutant_runs_s": round(sum(o.mutant_s for o in outcomes), 1),
         # per kept sample: the median of its ground-truth runs (the statistics' ground-truth run time)
         "kept_gt_run_s": {o.sample.sample_id: round(statistics.median(o.gt_runs_s), 3) for o in outcomes
                           if o.sample.sample_id in kept_ids and o.gt_runs_s},
