@@ -53,8 +53,8 @@ def test_verification_counts_killed_mutants_and_drops_weak_tests(built_minirepo)
 
 
 def test_build_report_gives_what_adequacy_cost():
-    from execrepobench.builder.manifest import Manifest
     from execrepobench.builder.report import markdown, summarize
+    from execrepobench.builder.sources.manifest import Manifest
 
     repos = [{"repo": "a", "status": "ok", "samples": 1, "null_runs_s": 10.0, "gt_runs_s": 20.0, "mutant_runs": 3,
               "mutant_runs_s": 6.0},
