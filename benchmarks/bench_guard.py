@@ -22,7 +22,7 @@ import tokenize
 from collections import defaultdict
 from pathlib import Path
 
-from execrepobench_metric.judge import JudgeConfig, judge
+from execrepobench_metric.execution.judge import JudgeConfig, judge
 
 sys.path.insert(0, str(Path(__file__).parent))
 sys.path.insert(0, str(Path(__file__).parents[1] / "tests"))
@@ -57,7 +57,8 @@ def overhead(samples, rounds: int, timeout: float) -> None:
         for s in samples:
             for mode in (("off", "enforce") if r % 2 == 0 else ("enforce", "off")):
                 t0 = time.monotonic()
-                v = judge(s, s.middle_code, JudgeConfig(timeout_s=timeout, guard=mode))
+                # known_verdicts=False: the ground truth really runs (its verdict is otherwise known from verification)
+                v = judge(s, s.middle_code, JudgeConfig(timeout_s=timeout, guard=mode, known_verdicts=False))
                 times[(s.sample_id, mode)].append(time.monotonic() - t0)
                 if not v.passed:
                     failures.append((s.sample_id, mode, v.reason, v.detail[:120]))
@@ -88,12 +89,18 @@ def false_positives(samples, all_samples, timeout: float) -> None:
     for kind, (n, hit) in counts.items():
         print(f"  {kind:<14} {hit:>4} / {n:<4} failed as tampering")
     judged = passed = 0
+    others = []
     for s in samples:
         for kind, completion in honest_variants(s).items():
             if kind in ("comment", "string"):
                 judged += 1
-                passed += judge(s, completion, JudgeConfig(timeout_s=timeout)).passed
+                v = judge(s, completion, JudgeConfig(timeout_s=timeout))
+                passed += v.passed
+                if not v.passed:
+                    others.append((s.sample_id, kind, v.reason, v.detail[:200]))
     print(f"guard on the comment/string variants: {passed} / {judged} passed")
+    for row in others:
+        print("  not passed:", *row)
 
 
 def main() -> int:

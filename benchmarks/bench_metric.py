@@ -29,14 +29,14 @@ from collections import defaultdict
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from execrepobench_metric.environments import find_environment
-from execrepobench_metric.isolation import decide_isolation
 from execrepobench_dataset.load import open_dataset
-from execrepobench_metric.budget import budgets_for
-from execrepobench_metric.judge import JudgeConfig, Verdict, judge
-from execrepobench_metric.measured import describe, measurements_for
-from execrepobench_metric.process import run_command
-from execrepobench_metric.pytest_run import PytestInvocation, clean_env
+from execrepobench_metric.environments.measured import describe, measurements_for
+from execrepobench_metric.environments.venvs import find_environment
+from execrepobench_metric.execution.budget import budgets_for
+from execrepobench_metric.execution.judge import JudgeConfig, Verdict, judge
+from execrepobench_metric.execution.process import run_command
+from execrepobench_metric.execution.pytest_run import PytestInvocation, clean_env
+from execrepobench_metric.execution.sandbox import decide_isolation
 
 sys.path.insert(0, str(Path(__file__).parent))
 from workload import workload  # noqa: E402

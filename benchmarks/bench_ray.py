@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 from execrepobench_metric.api import compute
-from execrepobench_metric.fills import null_fill
+from execrepobench_metric.execution.fills import null_fill
 
 sys.path.insert(0, str(Path(__file__).parent))
 from _common import verified_samples  # noqa: E402

@@ -20,11 +20,10 @@ from collections import defaultdict
 from dataclasses import replace
 from pathlib import Path
 
-from execrepobench_metric.environments import find_environment
-from execrepobench_metric.isolation import decide_isolation
-from execrepobench_metric.judge import JudgeConfig, judge
-from execrepobench_metric.limits import Limits
-from execrepobench_metric.sandbox import SandboxRun, run_sandboxed
+from execrepobench_metric.environments.venvs import find_environment
+from execrepobench_metric.execution.judge import JudgeConfig, judge
+from execrepobench_metric.execution.limits import Limits
+from execrepobench_metric.execution.sandbox import SandboxRun, decide_isolation, run_sandboxed
 
 sys.path.insert(0, str(Path(__file__).parent))
 from _common import verified_samples  # noqa: E402

@@ -13,7 +13,7 @@ import re
 import warnings
 
 from execrepobench_dataset.record import Sample
-from execrepobench_metric.fills import null_fill
+from execrepobench_metric.execution.fills import null_fill
 
 from agreement import compiles_in_place, mutants
 

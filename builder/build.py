@@ -28,10 +28,12 @@ from execrepobench_dataset.record import Sample, read_jsonl, write_jsonl
 from execrepobench_dataset.repo_record import RepoRecord, read_repo_records, write_repo_records
 from execrepobench_dataset.stats import compute_statistics
 from execrepobench_dataset.version import __version__
-from execrepobench_metric.executors import Executor, ExecutorConfig, open_executor
-from execrepobench_metric.isolation import Isolation, decide_isolation
-from execrepobench_metric.judge import JudgeConfig
-from execrepobench_metric.measured import keep as keep_measurements
+from execrepobench_metric.defaults import BASELINE_TIMEOUT_S, VERIFY_TIMEOUT_S
+from execrepobench_metric.environments.measured import keep as keep_measurements
+from execrepobench_metric.execution.executors.base import Executor, ExecutorConfig
+from execrepobench_metric.execution.executors.registry import open_executor
+from execrepobench_metric.execution.judge import JudgeConfig
+from execrepobench_metric.execution.sandbox import Isolation, decide_isolation
 
 from .pipeline import Candidates, RepoSettings, Scan, run_repository
 from .preparation.prepare import Prepared
@@ -53,7 +55,7 @@ class BuildConfig:
     manifest: Manifest
     out: Path
     baseline_runs: int = 3
-    baseline_timeout_s: float = 900.0
+    baseline_timeout_s: float = BASELINE_TIMEOUT_S
     only: tuple[str, ...] = ()  # repository names; empty = all
     mask: MaskConfig = field(default_factory=MaskConfig)
     progress: bool = True
@@ -65,7 +67,7 @@ class BuildConfig:
     gt_runs: int = 1
     workers: int = field(default_factory=lambda: os.cpu_count() or 1)  # runs at a time within a repository
     repo_workers: int = field(default_factory=lambda: os.cpu_count() or 1)  # repositories built at a time
-    judge_timeout_s: float = 300.0
+    judge_timeout_s: float = VERIFY_TIMEOUT_S
     # fill type -> narrowest selection rule allowed ("coverage" when absent); widen a kind of sample
     # here if benchmarks/bench_selection.py ever finds its selected verdicts disagreeing with the suite.
     selection_floor: Mapping[str, str] = field(default_factory=dict)

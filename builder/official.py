@@ -6,8 +6,9 @@ builder checks its own samples - each repository goes through the build's own st
 with the lines as its candidates (`OfficialLines`) instead of masks: a `path:` source over
 `REPOS/<repo_name>` (snapshotted, pinned as `path:NAME#tree=HASH`: ids do not depend on where repos.zip
 was unpacked), a lock and the environment made from it (records in OUT/repositories.jsonl), our
-sandboxed baseline, one coverage run, test selection and verification.  A line whose prefix+middle+suffix is not the file on disk is skipped
-(`mismatched_file`); a repository that cannot be fetched, installed or tested is a report entry.
+sandboxed baseline, one coverage run, test selection and verification.  A line whose prefix+middle+suffix
+is not the file on disk is skipped (`mismatched_file`); a repository that cannot be fetched, installed or
+tested is a report entry.
 
 Test command - a deliberate decision: every official repository ships `evaluate_repo.py`, which reports
 only an exit code.  Our verdicts need per-test outcomes (junit XML, our plugin, judged test selection,
@@ -31,8 +32,9 @@ from execrepobench_dataset.record import (FILL_TYPES, ContextFile, RecordError, 
                                           write_jsonl)
 from execrepobench_dataset.repo_record import RepoRecord, write_repo_records
 from execrepobench_dataset.version import __version__
-from execrepobench_metric.isolation import Isolation, decide_isolation
-from execrepobench_metric.judge import JudgeConfig
+from execrepobench_metric.defaults import BASELINE_TIMEOUT_S, VERIFY_TIMEOUT_S
+from execrepobench_metric.execution.judge import JudgeConfig
+from execrepobench_metric.execution.sandbox import Isolation, decide_isolation
 
 from .pipeline import Candidates, RepoSettings, Scan, run_repository
 from .preparation.baseline import Baseline
@@ -241,7 +243,7 @@ def _share(counts: dict) -> float | None:
 
 def import_official(jsonl: Path, repos: Path, out: Path, *, verify: bool = True, workers: int = 2,
                     progress: bool = True, baseline_runs: int = 3, gt_runs: int = 3, python: str | None = None,
-                    baseline_timeout_s: float = 900.0, judge_timeout_s: float = 300.0,
+                    baseline_timeout_s: float = BASELINE_TIMEOUT_S, judge_timeout_s: float = VERIFY_TIMEOUT_S,
                     allow_weak_sandbox: bool = False) -> dict:
     """Import the official release; writes OUT/samples.jsonl (verified samples, or every converted
     sample when verify=False), OUT/all_samples.jsonl (every converted sample with its test selection),

@@ -22,8 +22,9 @@ from typing import Callable, Mapping, Protocol
 
 from execrepobench_dataset.record import Sample
 from execrepobench_dataset.repo_record import RepoRecord
-from execrepobench_metric.executors import Executor
-from execrepobench_metric.isolation import Isolation
+from execrepobench_metric.defaults import BASELINE_TIMEOUT_S
+from execrepobench_metric.execution.executors.base import Executor
+from execrepobench_metric.execution.sandbox import Isolation
 
 from .preparation.baseline import BaselineError, CoverageError
 from .preparation.lock import EnvError
@@ -47,7 +48,7 @@ class RepoSettings:
     folder: Path  # the repository's own folder of the run (OUT/repos/NAME): the baseline's coverage data
     python: str | None = None  # the Python X.Y of the run (a repository's own `python` wins)
     baseline_runs: int = 3
-    baseline_timeout_s: float = 900.0
+    baseline_timeout_s: float = BASELINE_TIMEOUT_S
     baseline_workers: int = 1  # baseline runs (and collections) at a time
     samples_per_repo: int = 0  # recorded in the repository's manifest entry
     skip_modules: tuple[str, ...] = ()  # top-level modules the import check never imports

@@ -15,13 +15,14 @@ from __future__ import annotations
 import dataclasses
 from typing import Iterable, Mapping, Union
 
+from .errors import ExecRepoBenchError
 from .record import ContextFile, Sample
 from .repo_record import RepoRecord
 
 Files = Union[Mapping[str, str], RepoRecord, None]
 
 
-class ContextUnavailable(LookupError):
+class ContextUnavailable(ExecRepoBenchError, LookupError):
     """A sample names its context by path, but the repository's files are not at hand (or lack a path)."""
 
 

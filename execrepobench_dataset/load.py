@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from .context import ContextResolver
+from .errors import ExecRepoBenchError
 from .measurements import MEASUREMENTS_FILE, Measurements, read_measurements
 from .record import ContextFile, RecordError, Sample, read_jsonl
 from .repo_record import RepoRecord, read_repo_records
@@ -36,7 +37,7 @@ def samples_config(folder: Path) -> str | None:
     return live[0] if len(live) == 1 else None
 
 
-class DatasetNotFound(FileNotFoundError):
+class DatasetNotFound(ExecRepoBenchError, FileNotFoundError):
     """`dataset` names no builder folder, published folder, samples file or Hub dataset, or not the config
     or revision asked for; the message says what is wrong and what to do."""
 

@@ -10,8 +10,8 @@ took is data about the machine that ran it, so it lives here, one record per rep
 - `tests`: per judged test, the CPU seconds of its setup, call and teardown (the most any ground-truth
   run of it took);
 - `machine` and `calibration_s`: where it was measured, and how long that machine took for the
-  calibration workload (`execrepobench_metric.calibration`), so a judge on a slower machine scales the
-  budgets it derives from these times (`execrepobench_metric.budget`).
+  calibration workload (`execrepobench_metric.execution.calibration`), so a judge on a slower machine scales the
+  budgets it derives from these times (`execrepobench_metric.execution.budget`).
 
 Published beside the samples (`measurements.jsonl`), never part of a fingerprint.  This module imports
 nothing from the other rooms.

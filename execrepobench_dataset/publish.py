@@ -19,10 +19,9 @@ from collections import Counter
 from pathlib import Path
 from typing import Callable
 
-from . import figures
 from .card import licenses_file, render_card
 from .context import ContextResolver
-from .figures import write_charts
+from .figures import markdown as charts_markdown, write_charts
 from .hub_parquet import write_split
 from .instruct_record import InstructRecord, instruct_features
 from .measurements import MEASUREMENTS_FILE, read_measurements, write_measurements
@@ -190,7 +189,7 @@ def publish(samples_dir: Path, out_dir: Path, *, instruct_dir: Path | None = Non
         inline = context_code_bytes(sample_records, records)
         links = {"dataset": repo_id, "metric": metric_space, "code": code_url}
         card = render_card(meta, report, samples, records, fingerprint, instruct, instruct_report,
-                           figures.markdown(stats, charts, CHARTS_DIR), sizes=summary["configs"], context=context,
+                           charts_markdown(stats, charts, CHARTS_DIR), sizes=summary["configs"], context=context,
                            inline_context_bytes=inline, links=links,
                            samples_config=names[0])
         (tmp / "LICENSES.md").write_text(licenses_file(records, license), encoding="utf-8")

@@ -7,11 +7,12 @@ import re
 from pathlib import Path
 from typing import Iterator
 
+from .errors import ExecRepoBenchError
 from .record import RecordError
 from .repo_record import RepoRecord
 
 
-class PublishError(ValueError):
+class PublishError(ExecRepoBenchError, ValueError):
     """Bad input for publishing or pushing; nothing was written."""
 
 

@@ -11,6 +11,8 @@ import json
 from dataclasses import dataclass
 from typing import Any, Iterable, Iterator, Mapping
 
+from .errors import ExecRepoBenchError
+
 # The paper's six fill types, exactly as spelled in the official release.
 FILL_SPAN = "Random Span Completion"
 FILL_SINGLE_LINE = "Random Single-line Completion"
@@ -24,7 +26,7 @@ FILL_TYPES = (FILL_SPAN, FILL_SINGLE_LINE, FILL_MULTI_LINE, FILL_EXPRESSION, FIL
 LEVEL_TO_FILL = {"expression": FILL_EXPRESSION, "statement": FILL_STATEMENT, "block": FILL_BLOCK}
 
 
-class RecordError(ValueError):
+class RecordError(ExecRepoBenchError, ValueError):
     """A record that does not match the schema; the message names the record and the field."""
 
 

@@ -17,20 +17,23 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from execrepobench_dataset.errors import HarnessFailure
 from execrepobench_dataset.load import OpenedDataset, open_dataset
 from execrepobench_dataset.record import Sample
 from execrepobench_dataset.repo_record import RepoRecord
 
-from .budget import budgets_for
 from .cutoff import apply_cutoff
-from .engine import EngineConfig, judge_all, require_opt_in
-from .environments import environment_record
-from .evidence import default_root
-from .executors import ExecutorConfig, open_executor, require_executor
+from .environments.measured import describe, measurements_for
+from .environments.prepare import EnvironmentsMissing, PrepareConfig, ensure_prepared
+from .environments.venvs import environment_record
+from .execution.budget import budgets_for
+from .execution.engine import EngineConfig, judge_all, require_opt_in
+from .execution.evidence import default_root
+from .execution.executors.base import ExecutorConfig
+from .execution.executors.registry import open_executor, require_executor
+from .execution.judge import REASONS, JudgeConfig
 from .inputs import SELECTIONS, InputError, check_inputs, check_prediction  # noqa: F401  (SELECTIONS: public here)
-from .judge import REASONS, JudgeConfig
-from .measured import describe, measurements_for
-from .prepare import EnvironmentsMissing, PrepareConfig, ensure_prepared
+from .options import EvaluationOptions, RuntimeOptions, from_kwargs
 from .scoring import edit_similarity, latex_row, summarize
 
 
@@ -46,7 +49,7 @@ def split_result(result: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]
             {k: result[k] for k in REPORT_KEYS if k in result})
 
 
-class HarnessError(RuntimeError):
+class HarnessError(HarnessFailure, RuntimeError):
     """Some judgements failed for the harness's reasons, not the model's.  `.result` is the full
     result of the evaluation (as `compute()` would return it), `.errors` its `error` rows."""
 
@@ -105,14 +108,19 @@ def normalize_predictions(predictions: Sequence[Any]) -> list[list[str]]:
     return out
 
 
-def compute(predictions: Sequence[Any], references: Sequence[Any], *, k: Sequence[int] = (1,),
-            num_workers: int | None = None, timeout: float | None = None, test_selection: str = "judged",
-            dataset: str | Path | None = None, allow_exec: bool | None = None,
-            allow_weak_sandbox: bool = False, journal: str | Path | None = None, use_cache: bool = True,
-            model_name: str = "model", progress: bool = True, prepare: bool | None = None,
-            keep_artifacts: bool = False, artifacts_dir: str | Path | None = None, executor: str = "local",
-            ray_address: str | None = None, cutoff: str | None = None) -> dict[str, Any]:
-    """Judge every completion and score: see `KWARGS_DESCRIPTION` in evaluate_module.py.
+def compute(predictions: Sequence[Any], references: Sequence[Any], **options: Any) -> dict[str, Any]:
+    """Judge every completion and score.  `options`: the fields of `options.EvaluationOptions` and
+    `options.RuntimeOptions` (k, timeout, test_selection, cutoff, dataset, model_name, allow_exec,
+    num_workers, executor, ...; described in `KWARGS_DESCRIPTION` of evaluate_module.py), checked first:
+    one `InputError` names every bad or unknown one.  See `compute_with`."""
+    evaluation, runtime = from_kwargs(options)
+    return compute_with(predictions, references, evaluation, runtime)
+
+
+def compute_with(predictions: Sequence[Any], references: Sequence[Any],
+                 evaluation: EvaluationOptions = EvaluationOptions(),
+                 runtime: RuntimeOptions = RuntimeOptions()) -> dict[str, Any]:
+    """`compute` with its options built.
 
     Before anything is judged, every sample's environment must be in this cache: missing ones are
     prepared from `dataset`'s repository records when `prepare` (default: EXECREPOBENCH_PREPARE=1),
@@ -123,27 +131,30 @@ def compute(predictions: Sequence[Any], references: Sequence[Any], *, k: Sequenc
     With `cutoff` (YYYY-MM-DD) only samples released after that day (their `release_date`, recorded by live
     snapshots) are judged and scored; the result's `cutoff` says how many were kept.
     Raises `HarnessError` (carrying the full result) when any verdict is `error`."""
+    dataset, timeout = evaluation.dataset, evaluation.timeout
     opened = cache(lambda: open_dataset(dataset))  # read once, whoever asks first (ids, records, measurements)
     # Every input is checked before anything runs: one InputError names every bad item.
-    completions, samples = check_inputs(predictions, references, dataset=dataset, test_selection=test_selection,
-                                        k=k, load_dataset=lambda _: {s.sample_id: s for s in opened().samples})
+    completions, samples = check_inputs(predictions, references, dataset=dataset,
+                                        test_selection=evaluation.test_selection, k=evaluation.k,
+                                        load_dataset=lambda _: {s.sample_id: s for s in opened().samples})
     kept = None
-    if cutoff is not None:
-        completions, samples, kept = apply_cutoff(completions, samples, cutoff)
-    artifacts = Path(artifacts_dir) if artifacts_dir else default_root()
-    config = EngineConfig(judge=replace(JudgeConfig(), timeout_s=timeout, selection=test_selection),
-                          allow_exec=allow_exec, allow_weak_sandbox=allow_weak_sandbox, use_cache=use_cache,
-                          journal=Path(journal) if journal else None, progress=progress,
-                          keep_artifacts=keep_artifacts, artifacts=artifacts,
-                          executor=ExecutorConfig(name=executor, ray_address=ray_address))
-    if num_workers is not None:
-        config = replace(config, workers=num_workers)
+    if evaluation.cutoff is not None:
+        completions, samples, kept = apply_cutoff(completions, samples, evaluation.cutoff)
+    artifacts = runtime.artifacts_dir or default_root()
+    config = EngineConfig(judge=replace(JudgeConfig(), timeout_s=timeout, selection=evaluation.test_selection),
+                          allow_exec=runtime.allow_exec, allow_weak_sandbox=runtime.allow_weak_sandbox,
+                          use_cache=runtime.use_cache, journal=runtime.journal, progress=runtime.progress,
+                          keep_artifacts=runtime.keep_artifacts, artifacts=artifacts,
+                          executor=ExecutorConfig(name=runtime.executor, ray_address=runtime.ray_address))
+    if runtime.num_workers is not None:
+        config = replace(config, workers=runtime.num_workers)
     require_opt_in(config.allow_exec)  # before anything is prepared or run
     require_executor(config.executor)  # ray without the extra: one clear error
     records: dict[str, RepoRecord] = {}
-    if executor == "local":
-        ensure_prepared(samples, str(dataset) if dataset is not None else None, prepare,
-                        PrepareConfig(workers=config.workers, allow_weak_sandbox=allow_weak_sandbox, progress=progress))
+    if runtime.executor == "local":
+        ensure_prepared(samples, str(dataset) if dataset is not None else None, runtime.prepare,
+                        PrepareConfig(workers=config.workers, allow_weak_sandbox=runtime.allow_weak_sandbox,
+                                      progress=runtime.progress))
     else:  # the nodes make what they lack, from the records
         records = repository_records(samples, dataset, opened)
     shipped = opened().measurements_by_env() if dataset is not None else {}
@@ -152,7 +163,7 @@ def compute(predictions: Sequence[Any], references: Sequence[Any], *, k: Sequenc
         verdicts, note = judge_all(samples, completions, config, executor=running, records=records, budgets=budgets)
         cluster = running.report()
     passed = [[v.passed for v in row] for row in verdicts]
-    result: dict[str, Any] = summarize(samples, passed, completions, ks=tuple(k))
+    result: dict[str, Any] = summarize(samples, passed, completions, ks=evaluation.k)
     reasons = Counter(v.reason for row in verdicts for v in row)
     for reason in REASONS:
         result[f"verdicts/{reason}"] = reasons.get(reason, 0)
@@ -169,7 +180,7 @@ def compute(predictions: Sequence[Any], references: Sequence[Any], *, k: Sequenc
     result["sandbox_note"] = note
     result["executor"] = cluster  # where the judgements ran: items and environments per node
     result["budgets"] = describe(samples, budgets, timeout)  # what limited the runs (never a silent default)
-    result["latex"] = latex_row(result, model_name)
+    result["latex"] = latex_row(result, evaluation.model_name)
     result["details"] = [
         {**v.to_dict(), "completion_index": j, "fill_type": s.fill_type, "repo_name": s.repo_name,
          "es": edit_similarity(c, s.middle_code)}

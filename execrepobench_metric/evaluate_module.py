@@ -22,6 +22,7 @@ import evaluate
 
 from .api import _load_samples, compute, split_result
 from .inputs import InputError, canonical_reference, check_inputs
+from .options import describe as describe_options
 
 CITATION = """\
 @article{yang2024execrepobench,
@@ -52,37 +53,12 @@ Args:
         dataset folder or a Hub dataset id).  Each
         record needs every field of the dataset, a `test_command` (our pytest command) and, unless
         test_selection="suite", non-empty `judged_tests`.
-    k: list of k for pass@k (default [1]); pass@k is reported for k <= n.
-    num_workers: parallel sandboxed runs (default: number of cores).
-    timeout: wall seconds per run; default None: each sample's time budget (CPU seconds measured from its
-        ground truth at build time, with a wall-clock backstop) and phase budget (CPU seconds for
-        collection or any one test); 300 s for samples without a budget.
-    test_selection: "judged" (the sample's judged tests) or "suite" (the whole non-excluded suite).
-    dataset: where to look up sample ids and repository records (builder folder, published folder, Hub id).
-    prepare: make missing environments first from `dataset`'s repository records (default:
-        EXECREPOBENCH_PREPARE=1); otherwise missing environments raise `EnvironmentsMissing`, which
-        names them and the `execrepobench prepare` command, and nothing is judged.
-    allow_exec: must be True (or the environment has EXECREPOBENCH_ALLOW_EXEC=1 or, as for evaluate's
-        code_eval, HF_ALLOW_CODE_EVAL=1) to run model code at all.
-    allow_weak_sandbox: accept running without bubblewrap (rlimits + timeout only); the output says so.
-    journal: JSONL file recording each verdict as it lands; re-running with it resumes.
-    use_cache: reuse verdicts of identical completed files (default True).
-    model_name: first cell of the LaTeX row.
-    keep_artifacts: keep the evidence of every run (command, junit XML, plugin records, capped
-        stdout/stderr, timing, verdict); it is always kept for `error` verdicts.
-    artifacts_dir: where evidence goes (default: under the cache, one folder per evaluation); each
-        detail row's `artifacts` is relative to the result's `artifacts_base`.
-    executor: "local" (threads on this machine, default) or "ray" (Ray tasks across a cluster; needs
-        `pip install execrepobench[ray]`): each node makes the environments it lacks from the
-        repository records of `dataset` (or those kept with this cache's environments).
-    ray_address: the Ray cluster: "auto", "HOST:PORT", or None (RAY_ADDRESS, else a local instance).
+""" + describe_options() + """
     return_details: False (default): the scores only; True: `(scores, report)`, as code_eval returns
         `(pass_at_k, results)` (not inside `evaluate.combine`, which merges dicts).
-    cutoff: a model's training cutoff, YYYY-MM-DD: only samples released after that day (their `release_date`,
-        recorded by live snapshots) are judged and scored; `cutoff` in the result says how many were kept.
 Raises:
-    InputError (a ValueError) before anything is judged when any input is invalid: one message lists
-    every bad item by index, sample id and field.
+    InputError (a ValueError) before anything is judged when any input or option is invalid: one message
+    lists every bad item by index, sample id and field (an unknown option: `UnknownOption`, also a TypeError).
     HarnessError (execrepobench_metric.api) when any judgement failed for the harness's reasons
     (verdict `error`): everything is judged first, the exception's `.result` holds the full result.
 Returns:
@@ -182,16 +158,9 @@ class ExecRepoBenchMetric(evaluate.Metric):
         super().add(prediction=predictions[0], reference=references[0], **kwargs)
         self._n_added = getattr(self, "_n_added", 0) + 1
 
-    def _compute(self, predictions, references, k=(1,), num_workers=None, timeout=None,
-                 test_selection="judged", dataset=None, allow_exec=None, allow_weak_sandbox=False,
-                 journal=None, use_cache=True, model_name="model", prepare=None, keep_artifacts=False,
-                 artifacts_dir=None, executor="local", ray_address=None, return_details=False,
-                 cutoff=None):
-        scores, report = split_result(compute(
-            predictions, references, k=k, num_workers=num_workers, timeout=timeout, test_selection=test_selection,
-            dataset=dataset, allow_exec=allow_exec, allow_weak_sandbox=allow_weak_sandbox, journal=journal,
-            use_cache=use_cache, model_name=model_name, prepare=prepare, keep_artifacts=keep_artifacts,
-            artifacts_dir=artifacts_dir, executor=executor, ray_address=ray_address, cutoff=cutoff))
+    def _compute(self, predictions, references, return_details=False, **options):
+        """`options`: the keyword arguments described above (`options.py`), checked by `api.compute`."""
+        scores, report = split_result(compute(predictions, references, **options))
         if report.get("sandbox_note"):  # the weak mode, accepted with allow_weak_sandbox=True: said, not hidden
             evaluate.logging.get_logger(__name__).warning(report["sandbox_note"])
         return (scores, report) if return_details else scores

@@ -19,6 +19,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from execrepobench_dataset.errors import ExecRepoBenchError
 from execrepobench_dataset.version import __version__
 
 DEFAULT_NAME = "execrepobench"
@@ -54,7 +55,7 @@ launch_gradio_widget(module)
 '''
 
 
-class MetricPublishError(ValueError):
+class MetricPublishError(ExecRepoBenchError, ValueError):
     """The metric folder could not be written or pushed; the message says why."""
 
 

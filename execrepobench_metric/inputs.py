@@ -12,9 +12,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
+from execrepobench_dataset.errors import ExecRepoBenchError
 from execrepobench_dataset.record import FILL_TYPES, OPTIONAL_ON_READ, RecordError, Sample
 
-from .pytest_run import PytestInvocation
+from .execution.pytest_run import PytestInvocation
 
 SELECTIONS = ("judged", "suite")
 MAX_LISTED = 20  # problems spelled out in the message; the rest are counted
@@ -45,7 +46,7 @@ class Problem:
         return f"{where}, field {self.field}: {self.message}"
 
 
-class InputError(ValueError):
+class InputError(ExecRepoBenchError, ValueError):
     """Bad predictions or references; `problems` names each item (index, sample id, field)."""
 
     def __init__(self, message: str, problems: Sequence[Problem] = ()) -> None:
@@ -180,6 +181,19 @@ def check_prediction(i: int, pred: Any, sid: str | None) -> tuple[list[str] | No
     return list(pred), []
 
 
+def k_problem(k: Any) -> str | None:
+    """What is wrong with `k` (the ks of pass@k), or None."""
+    ks = _as_list(k)
+    if ks is None or not ks or not all(isinstance(x, int) and not isinstance(x, bool) and x >= 1 for x in ks):
+        return f"must be a non-empty list of positive integers, got {k!r}"
+    return None
+
+
+def selection_problem(test_selection: Any) -> str | None:
+    """What is wrong with `test_selection`, or None."""
+    return None if test_selection in SELECTIONS else f"{test_selection!r}: use one of {SELECTIONS}"
+
+
 def check_inputs(predictions: Any, references: Any, *, dataset: str | Path | None = None,
                  test_selection: str = "judged", k: Any = (1,),
                  load_dataset: Callable[[str | Path], Mapping[str, Sample]] | None = None,
@@ -188,13 +202,8 @@ def check_inputs(predictions: Any, references: Any, *, dataset: str | Path | Non
 
     `defer_ids`: sample ids are accepted unchecked (their slot in the samples is None): for
     `evaluate`'s `add`/`add_batch`, where `dataset=` arrives only with `compute`."""
-    problems: list[Problem] = []
-    if test_selection not in SELECTIONS:
-        problems.append(Problem("input", None, None, "test_selection",
-                                f"{test_selection!r}: use one of {SELECTIONS}"))
-    ks = _as_list(k)
-    if ks is None or not ks or not all(isinstance(x, int) and not isinstance(x, bool) and x >= 1 for x in ks):
-        problems.append(Problem("input", None, None, "k", f"must be a non-empty list of positive integers, got {k!r}"))
+    problems = [Problem("input", None, None, name, said)
+                for name, said in (("test_selection", selection_problem(test_selection)), ("k", k_problem(k))) if said]
     preds, refs = _as_list(predictions), _as_list(references)
     if preds is None:
         problems.append(Problem("input", None, None, "predictions",

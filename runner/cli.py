@@ -6,14 +6,25 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+from execrepobench_dataset.errors import ExecRepoBenchError, HarnessFailure, UsageError
+from execrepobench_metric.defaults import BASELINE_TIMEOUT_S
+from execrepobench_metric.options import add_flags, from_args
+
 from .cli_compare import COMMANDS as COMPARE_COMMANDS
 from .cli_data import COMMANDS as DATA_COMMANDS
 from .cli_metric import COMMANDS as METRIC_COMMANDS
 from .cli_live import COMMANDS as LIVE_COMMANDS
 from .cli_prepare import COMMANDS as PREPARE_COMMANDS
 
+USER_ERROR_EXIT = 2  # the user can act on it (bad input, a missing setup step): the message says what
 HARNESS_ERROR_EXIT = 3  # results were written, but some work failed for the harness's reasons
+# What every subcommand reports as the user's to fix: the project's own errors (`errors.ExecRepoBenchError`)
+# and the built-in ones the commands have always reported so (a file named on the command line, a bad value).
+USER_ERRORS = (ExecRepoBenchError, OSError, ValueError)
 DEFAULT_MANIFEST = Path("<the packaged default manifest>")  # `--manifest` given without a path
+# The options (execrepobench_metric/options.py) a command sets itself instead of by a flag: option -> how.
+EVALUATE_SETS: dict[str, str] = {}
+RUN_SETS = {"model_name": "the --model name (else the --backend name)"}
 
 
 def _add_executor(p: argparse.ArgumentParser, what: str) -> None:
@@ -34,7 +45,8 @@ def _add_build(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, default=None, help="override the manifest's seed")
     p.add_argument("--samples-per-repo", type=int, default=None, help="override the manifest's default")
     p.add_argument("--baseline-runs", type=int, default=3, help="baseline runs of each suite (default 3)")
-    p.add_argument("--baseline-timeout", type=float, default=900.0, help="seconds per baseline run")
+    p.add_argument("--baseline-timeout", type=float, default=BASELINE_TIMEOUT_S,
+                   help=f"seconds per baseline run (default {BASELINE_TIMEOUT_S:g})")
     p.add_argument("--allow-weak-sandbox", action="store_true",
                    help="without bubblewrap, run baselines and verification in the weak mode instead of refusing")
     p.add_argument("--context-with-tests", action="store_true",
@@ -50,20 +62,14 @@ def _add_build(p: argparse.ArgumentParser) -> None:
 
 def _run_build(args: argparse.Namespace) -> int:
     from execrepobench.builder.build import BuildConfig, build
-    from execrepobench_metric.executors import ExecutorConfig, ExecutorUnavailable
-    from execrepobench.builder.sources.manifest import (ManifestError, default_manifest_path, load_manifest,
-                                                quickstart_manifest_path)
+    from execrepobench_metric.execution.executors.base import ExecutorConfig
+    from execrepobench.builder.sources.manifest import default_manifest_path, load_manifest, quickstart_manifest_path
 
     path = args.manifest or (quickstart_manifest_path() if args.quickstart else default_manifest_path())
-    try:
-        manifest = load_manifest(path)
-    except (ManifestError, OSError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    manifest = load_manifest(path)
     if args.mutants < 0 or not 0.0 <= args.min_mutant_kill <= 1.0:
-        print(f"error: --mutants must be >= 0 (got {args.mutants}) and --min-mutant-kill within 0..1 "
-              f"(got {args.min_mutant_kill})", file=sys.stderr)
-        return 2
+        raise UsageError(f"--mutants must be >= 0 (got {args.mutants}) and --min-mutant-kill within 0..1 "
+                         f"(got {args.min_mutant_kill})")
     if args.seed is not None:
         manifest = replace(manifest, seed=args.seed)
     if args.samples_per_repo is not None:
@@ -74,13 +80,7 @@ def _run_build(args: argparse.Namespace) -> int:
                          progress=not args.no_progress, allow_weak_sandbox=args.allow_weak_sandbox,
                          executor=ExecutorConfig(args.executor, args.ray_address), mutants=args.mutants,
                          min_mutant_kill=args.min_mutant_kill, context_tests=args.context_with_tests)
-    from execrepobench_metric.isolation import SandboxUnavailable
-
-    try:
-        summary = build(config)
-    except (ValueError, SandboxUnavailable, ExecutorUnavailable) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    summary = build(config)
     from execrepobench.builder.report import markdown
 
     print(markdown(summary))
@@ -98,108 +98,76 @@ def build_exit_code(summary: dict) -> int:
     return 0 if totals["repos_ok"] else 1
 
 
-def _add_cutoff(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--cutoff", default=None, metavar="YYYY-MM-DD",
-                   help="a model's training cutoff: score only samples released after that day (live snapshots "
-                        "record each sample's release date); the report says how many were kept")
-
-
 def _add_evaluate(p: argparse.ArgumentParser) -> None:
     which = p.add_mutually_exclusive_group(required=True)
     which.add_argument("--samples", type=Path, help="samples.jsonl written by `build`")
     which.add_argument("--dataset", help="a builder output folder, a published dataset folder, or a Hub dataset id")
     p.add_argument("--config", default=None, help="with --dataset: the samples' config (default exec_repo_bench)")
     p.add_argument("--revision", default=None, help="with a Hub dataset id: a branch, tag or commit")
-    p.add_argument("--prepare", action="store_true",
-                   help="make missing environments first (from the dataset's repository records; needs --dataset)")
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--predictions", type=Path,
                      help='JSONL, one line per sample: {"sample_id": ..., "completion": str or [str, ...]}')
     src.add_argument("--reference-fill", choices=("ground_truth", "null"),
                      help="judge the ground truth (should pass) or the null fill (should fail): checks the setup")
     p.add_argument("--out", type=Path, required=True, help="results folder (results.jsonl, metrics.json)")
-    p.add_argument("--k", type=int, action="append", default=None, help="pass@k (repeatable; default 1)")
-    p.add_argument("--workers", type=int, default=None)
-    p.add_argument("--timeout", type=float, default=None,
-                   help="wall seconds per judged run (default: each sample's time budget, as CPU seconds)")
-    p.add_argument("--test-selection", choices=("judged", "suite"), default="judged")
-    p.add_argument("--allow-exec", action="store_true", help="run model code (sandboxed); or EXECREPOBENCH_ALLOW_EXEC=1")
-    p.add_argument("--allow-weak-sandbox", action="store_true", help="run without bubblewrap (rlimits + timeout only)")
-    p.add_argument("--model-name", default="model")
-    p.add_argument("--keep-artifacts", action="store_true",
-                   help="keep each run's evidence under OUT/artifacts/ (always kept for harness errors)")
-    _add_cutoff(p)
-    _add_executor(p, "judging")
-    p.add_argument("--no-progress", action="store_true")
+    add_flags(p.add_argument_group("evaluation and runtime options (execrepobench_metric/options.py)"),
+              EVALUATE_SETS)
 
 
 def _run_evaluate(args: argparse.Namespace) -> int:
     import json
 
-    from execrepobench_dataset.load import DatasetNotFound, open_dataset
-    from execrepobench_dataset.record import RecordError
+    from execrepobench_dataset.load import open_dataset
     from execrepobench.runner.report import table, write_error_results, write_results
-    from execrepobench_metric.api import HarnessError, InputError, compute
-    from execrepobench_metric.cutoff import check_cutoff, describe, released_after
-    from execrepobench_metric.engine import ExecutionNotAllowed
-    from execrepobench_metric.executors import ExecutorUnavailable
-    from execrepobench_metric.fills import null_fill
-    from execrepobench_metric.isolation import SandboxUnavailable
-    from execrepobench_metric.prepare import EnvironmentsMissing
+    from execrepobench_metric.api import HarnessError, InputError, compute_with
+    from execrepobench_metric.cutoff import describe, released_after
+    from execrepobench_metric.execution.fills import null_fill
 
+    evaluation, runtime = from_args(args, journal=args.out / "journal.jsonl", artifacts_dir=args.out / "artifacts")
+    if args.samples and (args.config or args.revision):
+        raise InputError("--config and --revision choose what to read from a published dataset: give --dataset")
+    opened = open_dataset(args.samples) if args.samples else open_dataset(args.dataset, args.revision, args.config)
+    samples = list(opened.samples)
+    cutoff = evaluation.cutoff
+    scored = [cutoff is None or released_after(s, cutoff) for s in samples]  # the others need no completion
+    if args.reference_fill == "ground_truth":
+        preds = [s.middle_code for s in samples]
+    elif args.reference_fill == "null":
+        preds = [null_fill(s) or "" for s in samples]
+    else:
+        by_id = {}
+        for n, line in enumerate(args.predictions.read_text(encoding="utf-8").splitlines(), 1):
+            if line.strip():
+                rec = json.loads(line)
+                if not isinstance(rec, dict) or not isinstance(rec.get("sample_id"), str) or "completion" not in rec:
+                    raise InputError(f'{args.predictions}:{n}: expected {{"sample_id": str, "completion": str or '
+                                     f'[str, ...]}}, got {line.strip()[:80]}')
+                by_id[rec["sample_id"]] = rec["completion"]
+        missing = [s.sample_id for s, kept in zip(samples, scored) if kept and s.sample_id not in by_id]
+        if missing:
+            raise InputError(f"{args.predictions}: no completion for {len(missing)} sample(s), e.g. {missing[:3]}")
+        preds = [by_id.get(s.sample_id, "") for s in samples]
+    args.out.mkdir(parents=True, exist_ok=True)
+    # ray: the records beside --samples tell the nodes how to make the environments
+    dataset = ((args.dataset if not args.revision else opened.folder) if args.dataset
+               else (args.samples if runtime.executor == "ray" else None))
     try:
-        if args.samples and (args.config or args.revision):
-            raise InputError("--config and --revision choose what to read from a published dataset: give --dataset")
-        opened = open_dataset(args.samples) if args.samples else open_dataset(args.dataset, args.revision, args.config)
-        samples = list(opened.samples)
-        cutoff = check_cutoff(args.cutoff) if args.cutoff is not None else None
-        scored = [cutoff is None or released_after(s, cutoff) for s in samples]  # the others need no completion
-        if args.reference_fill == "ground_truth":
-            preds = [s.middle_code for s in samples]
-        elif args.reference_fill == "null":
-            preds = [null_fill(s) or "" for s in samples]
-        else:
-            by_id = {}
-            for n, line in enumerate(args.predictions.read_text(encoding="utf-8").splitlines(), 1):
-                if line.strip():
-                    rec = json.loads(line)
-                    if not isinstance(rec, dict) or not isinstance(rec.get("sample_id"), str) or "completion" not in rec:
-                        raise InputError(f'{args.predictions}:{n}: expected {{"sample_id": str, "completion": str or '
-                                         f'[str, ...]}}, got {line.strip()[:80]}')
-                    by_id[rec["sample_id"]] = rec["completion"]
-            missing = [s.sample_id for s, kept in zip(samples, scored) if kept and s.sample_id not in by_id]
-            if missing:
-                raise InputError(f"{args.predictions}: no completion for {len(missing)} sample(s), e.g. {missing[:3]}")
-            preds = [by_id.get(s.sample_id, "") for s in samples]
-        args.out.mkdir(parents=True, exist_ok=True)
-        out = compute(preds, samples, k=args.k or [1], num_workers=args.workers, timeout=args.timeout,
-                      test_selection=args.test_selection, allow_exec=True if args.allow_exec else None,
-                      allow_weak_sandbox=args.allow_weak_sandbox, journal=args.out / "journal.jsonl",
-                      model_name=args.model_name, progress=not args.no_progress,
-                      # ray: the records beside --samples tell the nodes how to make the environments
-                      dataset=(args.dataset if not args.revision else opened.folder) if args.dataset
-                      else (args.samples if args.executor == "ray" else None),
-                      prepare=True if args.prepare else None, keep_artifacts=args.keep_artifacts,
-                      artifacts_dir=args.out / "artifacts", executor=args.executor, ray_address=args.ray_address,
-                      cutoff=cutoff)
-    except HarnessError as exc:
+        out = compute_with(preds, samples, replace(evaluation, dataset=dataset), runtime)
+    except HarnessError as exc:  # the rows it has, error rows marked, and no score; main() exits 3
         print(write_error_results(args.out, exc.result), file=sys.stderr)
-        return HARNESS_ERROR_EXIT
-    except (OSError, RecordError, InputError, ExecutionNotAllowed, SandboxUnavailable, KeyError,
-            json.JSONDecodeError, DatasetNotFound, EnvironmentsMissing, ExecutorUnavailable) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+        raise
     from execrepobench.runner.dataset_source import dataset_record
     from execrepobench_dataset.version import __version__
 
     record = {"command": "evaluate", "package_version": __version__, "dataset": dataset_record(opened, samples, None),
-              "model": args.model_name, "predictions": str(args.predictions) if args.predictions else None,
-              "reference_fill": args.reference_fill, "k": list(args.k or [1]), "test_selection": args.test_selection,
-              "timeout_s": args.timeout, "executor": args.executor}
-    metrics = write_results(args.out, out, args.model_name, run=record)
+              "model": evaluation.model_name, "predictions": str(args.predictions) if args.predictions else None,
+              "reference_fill": args.reference_fill, "k": list(evaluation.k),
+              "test_selection": evaluation.test_selection, "timeout_s": evaluation.timeout,
+              "executor": runtime.executor}
+    metrics = write_results(args.out, out, evaluation.model_name, run=record)
     if "cutoff" in metrics:
         print(describe(metrics["cutoff"]))
-    print(table(metrics, tuple(args.k or [1])))
+    print(table(metrics, evaluation.k))
     print(f"LaTeX: {metrics['latex']}")
     print(f"wrote {args.out}/results.jsonl, metrics.json, latex.txt, chart.png")
     return 0
@@ -220,9 +188,6 @@ def _add_run(p: argparse.ArgumentParser) -> None:
                                                     "dataset")
     p.add_argument("--limit", type=int, default=None,
                    help="judge only N samples: a deterministic subset, stratified by fill type")
-    p.add_argument("--prepare", action="store_true",
-                   help="make missing environments first, from the dataset's repository records (or "
-                        "EXECREPOBENCH_PREPARE=1); otherwise missing ones are named with the command that makes them")
     p.add_argument("--out", type=Path, required=True, help="results folder")
     p.add_argument("--backend", default="baseline",
                    help="generation backend: baseline, oracle, null (offline); transformers, vllm, openai (models)")
@@ -230,16 +195,8 @@ def _add_run(p: argparse.ArgumentParser) -> None:
                    help="model backends: a local model folder or a Hugging Face Hub model id (OWNER/NAME, read through "
                         "the Hugging Face cache; downloaded unless HF_HUB_OFFLINE=1); openai: the served name")
     p.add_argument("--n", type=int, default=1, help="completions per sample")
-    p.add_argument("--k", type=int, action="append", default=None, help="pass@k (repeatable; default 1)")
-    p.add_argument("--workers", type=int, default=None)
-    p.add_argument("--timeout", type=float, default=None,
-                   help="wall seconds per judged run (default: each sample's time budget, as CPU seconds)")
-    p.add_argument("--allow-exec", action="store_true", help="run model code (sandboxed); or EXECREPOBENCH_ALLOW_EXEC=1")
-    p.add_argument("--allow-weak-sandbox", action="store_true")
-    p.add_argument("--keep-artifacts", action="store_true",
-                   help="keep each run's evidence under OUT/artifacts/ (always kept for harness errors)")
-    _add_executor(p, "verification and judging")
-    p.add_argument("--no-progress", action="store_true")
+    add_flags(p.add_argument_group("evaluation and runtime options (execrepobench_metric/options.py; the sandbox "
+                                   "and executor options apply to a build first too)"), RUN_SETS)
     g = p.add_argument_group("model backends (transformers, vllm, openai)")
     g.add_argument("--template", default=None,
                    help="prompt template (see runner/templates.py; default: detected from the --model name; "
@@ -248,7 +205,6 @@ def _add_run(p: argparse.ArgumentParser) -> None:
     g.add_argument("--top-p", type=float, default=None, help="nucleus sampling (default 1.0)")
     g.add_argument("--seed", type=int, default=None, help="sampling seed (default 0; per sample derived from it)")
     g.add_argument("--max-new-tokens", type=int, default=None, help="generation budget per completion (default 512)")
-    _add_cutoff(p)
     g.add_argument("--tensor-parallel-size", type=int, default=None, help="vllm: GPUs to shard the model over")
     g.add_argument("--max-model-len", type=int, default=None,
                    help="vllm: the engine's context length; every prompt backend fits its prompts to it")
@@ -262,17 +218,8 @@ def _add_run(p: argparse.ArgumentParser) -> None:
 
 
 def _run_run(args: argparse.Namespace) -> int:
-    from execrepobench.builder.sources.manifest import ManifestError
-    from execrepobench.runner.run import BuildFailed, RunConfig, run
-    from execrepobench_dataset.record import RecordError
-    from execrepobench_metric.api import HarnessError, InputError
-    from execrepobench_metric.engine import ExecutionNotAllowed
-    from execrepobench_metric.executors import ExecutorUnavailable
-    from execrepobench_metric.isolation import SandboxUnavailable
-    from execrepobench_metric.prepare import EnvironmentsMissing
-
     from execrepobench.builder.sources.manifest import default_manifest_path
-    from execrepobench_dataset.load import DatasetNotFound
+    from execrepobench.runner.run import RunConfig, run
 
     options = {key: getattr(args, key) for key in ("temperature", "top_p", "seed", "tensor_parallel_size", "base_url",
                                                    "max_model_len", "gpu_memory_utilization", "dtype")
@@ -280,22 +227,12 @@ def _run_run(args: argparse.Namespace) -> int:
     if args.trust_remote_code:
         options["trust_remote_code"] = True
     manifest = default_manifest_path() if args.manifest == DEFAULT_MANIFEST else args.manifest
+    evaluation, runtime = from_args(args)
     config = RunConfig(out=args.out, backend=args.backend, model=args.model, dataset=args.dataset, config=args.config,
                        revision=args.revision, samples=args.samples, manifest=manifest, quickstart=args.quickstart,
-                       limit=args.limit, prepare=True if args.prepare else None, n=args.n, k=tuple(args.k or [1]),
-                       workers=args.workers, timeout_s=args.timeout,
-                       allow_exec=True if args.allow_exec else None, allow_weak_sandbox=args.allow_weak_sandbox,
-                       progress=not args.no_progress, backend_options=options, template=args.template,
-                       max_new_tokens=args.max_new_tokens, keep_artifacts=args.keep_artifacts,
-                       executor=args.executor, ray_address=args.ray_address, cutoff=args.cutoff)
-    try:
-        run(config)
-    except (HarnessError, BuildFailed):  # run() wrote what it could and printed what failed
-        return HARNESS_ERROR_EXIT
-    except (OSError, ValueError, ImportError, ManifestError, RecordError, InputError, ExecutionNotAllowed,
-            SandboxUnavailable, EnvironmentsMissing, ExecutorUnavailable, DatasetNotFound) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+                       limit=args.limit, n=args.n, backend_options=options, template=args.template,
+                       max_new_tokens=args.max_new_tokens, evaluation=evaluation, runtime=runtime)
+    run(config)  # a harness failure: run() wrote what it could and printed what failed
     return 0
 
 
@@ -320,7 +257,13 @@ def main(argv: list[str] | None = None) -> int:
     for name, (help_text, add, _) in COMMANDS.items():
         add(sub.add_parser(name, help=help_text, description=help_text))
     args = parser.parse_args(argv)
-    return COMMANDS[args.command][2](args)
+    try:
+        return COMMANDS[args.command][2](args)
+    except HarnessFailure:  # the command wrote what it could and printed what failed
+        return HARNESS_ERROR_EXIT
+    except USER_ERRORS as exc:  # the one place a user's error becomes its message and exit code 2
+        print(f"error: {exc}", file=sys.stderr)
+        return USER_ERROR_EXIT
 
 
 if __name__ == "__main__":

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 
@@ -18,14 +17,10 @@ def add_compare(p: argparse.ArgumentParser) -> None:
 
 
 def run_compare(args: argparse.Namespace) -> int:
-    from .compare import DEFAULT_RESAMPLES, DEFAULT_SEED, CompareError, write_comparison
+    from .compare import DEFAULT_RESAMPLES, DEFAULT_SEED, write_comparison
 
-    try:
-        result = write_comparison(args.runs, args.out, args.resamples or DEFAULT_RESAMPLES,
-                                  DEFAULT_SEED if args.seed is None else args.seed)
-    except (CompareError, OSError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    result = write_comparison(args.runs, args.out, args.resamples or DEFAULT_RESAMPLES,
+                              DEFAULT_SEED if args.seed is None else args.seed)
     for m in result["models"]:
         low, high = m["pass@1_ci95"]
         print(f"{m['rank']:3d}  {m['label']:40}  pass@1 {100 * m['pass@1']:5.1f}%  "

@@ -6,6 +6,8 @@ import json
 import sys
 from pathlib import Path
 
+from execrepobench_metric.defaults import VERIFY_TIMEOUT_S
+
 
 def add_instruct(p: argparse.ArgumentParser) -> None:
     p.add_argument("--manifest", type=Path, default=None, help="instruct manifest (default: the packaged one)")
@@ -19,17 +21,13 @@ def add_instruct(p: argparse.ArgumentParser) -> None:
 
 def run_instruct(args: argparse.Namespace) -> int:
     from execrepobench.builder.instruct.instruct_build import build_instruct
-    from execrepobench.builder.sources.manifest import ManifestError, instruct_manifest_path, load_manifest
+    from execrepobench.builder.sources.manifest import instruct_manifest_path, load_manifest
 
     if args.benchmark_samples is None:
         print("warning: no --benchmark-samples: the corpus is not decontaminated", file=sys.stderr)
-    try:
-        report = build_instruct(load_manifest(args.manifest or instruct_manifest_path()), args.out,
-                                benchmark_samples=args.benchmark_samples, budget_chars=args.budget_chars,
-                                shard_rows=args.shard_rows, progress=not args.no_progress)
-    except (ManifestError, OSError, ValueError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    report = build_instruct(load_manifest(args.manifest or instruct_manifest_path()), args.out,
+                            benchmark_samples=args.benchmark_samples, budget_chars=args.budget_chars,
+                            shard_rows=args.shard_rows, progress=not args.no_progress)
     print(json.dumps({"totals": report["totals"], "refused_repos": report["refused_repos"]}, indent=1))
     return 0
 
@@ -43,21 +41,17 @@ def add_import_official(p: argparse.ArgumentParser) -> None:
     p.add_argument("--baseline-runs", type=int, default=3)
     p.add_argument("--gt-runs", type=int, default=3)
     p.add_argument("--python", default=None, help="interpreter version for the environments (X.Y)")
-    p.add_argument("--timeout", type=float, default=300.0, help="seconds per judged run")
+    p.add_argument("--timeout", type=float, default=VERIFY_TIMEOUT_S,
+                   help=f"seconds per judged run (default {VERIFY_TIMEOUT_S:g})")
     p.add_argument("--no-progress", action="store_true")
 
 
 def run_import_official(args: argparse.Namespace) -> int:
-    from execrepobench.builder.official import OfficialFormatError, import_official
-    from execrepobench_metric.isolation import SandboxUnavailable
+    from execrepobench.builder.official import import_official
 
-    try:
-        report = import_official(args.jsonl, args.repos, args.out, verify=not args.no_verify, workers=args.workers,
-                                 progress=not args.no_progress, baseline_runs=args.baseline_runs,
-                                 gt_runs=args.gt_runs, python=args.python, judge_timeout_s=args.timeout)
-    except (OfficialFormatError, ValueError, OSError, SandboxUnavailable) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    report = import_official(args.jsonl, args.repos, args.out, verify=not args.no_verify, workers=args.workers,
+                             progress=not args.no_progress, baseline_runs=args.baseline_runs,
+                             gt_runs=args.gt_runs, python=args.python, judge_timeout_s=args.timeout)
     print(json.dumps(report["overall"], indent=1))
     print(f"wrote {args.out}/samples.jsonl, all_samples.jsonl, import_report.json")
     if report["overall"].get("repos_error"):
@@ -87,22 +81,17 @@ def add_publish(p: argparse.ArgumentParser) -> None:
 
 
 def run_publish(args: argparse.Namespace) -> int:
-    from execrepobench_dataset.publish import PublishError, publish, push_to_hub
+    from execrepobench_dataset.publish import publish, push_to_hub
+    from execrepobench_dataset.stats import tokenizer_counter
 
-    try:
-        from execrepobench_dataset.stats import tokenizer_counter
-
-        counter = tokenizer_counter(args.stats_tokenizer) if args.stats_tokenizer else None
-        summary = publish(args.samples, args.out, instruct_dir=args.instruct, overwrite=args.overwrite,
-                          context=args.context, count_tokens=counter,
-                          tokenizer_name=args.stats_tokenizer.name if args.stats_tokenizer else None,
-                          license=args.license, repo_id=args.push_to_hub, metric_space=args.metric_space,
-                          code_url=args.code_url)
-        if args.push_to_hub:
-            push_to_hub(args.out, args.push_to_hub, private=args.private, revision=args.revision)
-    except (PublishError, OSError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    counter = tokenizer_counter(args.stats_tokenizer) if args.stats_tokenizer else None
+    summary = publish(args.samples, args.out, instruct_dir=args.instruct, overwrite=args.overwrite,
+                      context=args.context, count_tokens=counter,
+                      tokenizer_name=args.stats_tokenizer.name if args.stats_tokenizer else None,
+                      license=args.license, repo_id=args.push_to_hub, metric_space=args.metric_space,
+                      code_url=args.code_url)
+    if args.push_to_hub:
+        push_to_hub(args.out, args.push_to_hub, private=args.private, revision=args.revision)
     print(json.dumps(summary, indent=1, default=str))
     return 0
 
@@ -136,31 +125,26 @@ def add_release(p: argparse.ArgumentParser) -> None:
 def run_release(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
-    from execrepobench.builder.sources.manifest import (ManifestError, default_manifest_path, instruct_manifest_path,
-                                                load_manifest)
+    from execrepobench.builder.sources.manifest import default_manifest_path, instruct_manifest_path, load_manifest
     from execrepobench.builder.release.release import ReleaseConfig, release
-    from execrepobench_dataset.publish import PublishError, push_to_hub
+    from execrepobench_dataset.publish import push_to_hub
     from execrepobench_dataset.stats import tokenizer_counter
 
-    try:
-        manifest = load_manifest(args.manifest or default_manifest_path())
-        instruct = load_manifest(args.instruct_manifest or instruct_manifest_path())
-        if args.samples_per_repo is not None:
-            manifest = replace(manifest, samples_per_repo=args.samples_per_repo,
-                               repos=tuple(replace(r, samples_per_repo=None) for r in manifest.repos))
-        counter = tokenizer_counter(args.stats_tokenizer) if args.stats_tokenizer else None
-        config = ReleaseConfig(out=args.out, manifest=manifest, instruct_manifest=instruct, only=tuple(args.repo),
-                               instruct_only=tuple(args.instruct_repo), context=args.context, license=args.license,
-                               build_options={"workers": args.workers} if args.workers else {},
-                               compare_materialised=args.compare_materialised, count_tokens=counter,
-                               tokenizer_name=args.stats_tokenizer.name if args.stats_tokenizer else None,
-                               progress=not args.no_progress)
-        summary = release(config)
-        if args.push_to_hub:
-            push_to_hub(args.out / "dataset", args.push_to_hub, private=args.private)
-    except (ManifestError, PublishError, OSError, ValueError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    manifest = load_manifest(args.manifest or default_manifest_path())
+    instruct = load_manifest(args.instruct_manifest or instruct_manifest_path())
+    if args.samples_per_repo is not None:
+        manifest = replace(manifest, samples_per_repo=args.samples_per_repo,
+                           repos=tuple(replace(r, samples_per_repo=None) for r in manifest.repos))
+    counter = tokenizer_counter(args.stats_tokenizer) if args.stats_tokenizer else None
+    config = ReleaseConfig(out=args.out, manifest=manifest, instruct_manifest=instruct, only=tuple(args.repo),
+                           instruct_only=tuple(args.instruct_repo), context=args.context, license=args.license,
+                           build_options={"workers": args.workers} if args.workers else {},
+                           compare_materialised=args.compare_materialised, count_tokens=counter,
+                           tokenizer_name=args.stats_tokenizer.name if args.stats_tokenizer else None,
+                           progress=not args.no_progress)
+    summary = release(config)
+    if args.push_to_hub:
+        push_to_hub(args.out / "dataset", args.push_to_hub, private=args.private)
     shown = {k: summary[k] for k in ("counts", "per_level", "sizes", "fingerprints", "time_s", "targets")}
     print(json.dumps(shown, indent=1, sort_keys=True))
     print(f"wrote {args.out / 'dataset'} and {args.out / 'release_summary.json'}")

@@ -2,8 +2,9 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
+
+from execrepobench_metric.defaults import LIVE_BASELINE_TIMEOUT_S
 
 
 def add_live(p: argparse.ArgumentParser) -> None:
@@ -24,36 +25,33 @@ def add_live(p: argparse.ArgumentParser) -> None:
                    help="the package index's simple API (default: $EXECREPOBENCH_INDEX_URL, else "
                         "https://pypi.org/simple/)")
     p.add_argument("--out", type=Path, required=True, help="output folder: an ordinary builder folder")
-    p.add_argument("--baseline-timeout", type=float, default=300.0,
-                   help="seconds a baseline run may take before the candidate counts as suite_fails (default 300)")
+    p.add_argument("--baseline-timeout", type=float, default=LIVE_BASELINE_TIMEOUT_S,
+                   help="seconds a baseline run may take before the candidate counts as suite_fails "
+                        f"(default {LIVE_BASELINE_TIMEOUT_S:g})")
     p.add_argument("--allow-weak-sandbox", action="store_true",
                    help="without bubblewrap, run baselines and verification in the weak mode instead of refusing")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
 
 
 def run_live(args: argparse.Namespace) -> int:
-    from execrepobench.builder.live.candidates import CandidateError, choose, load_candidates
+    from execrepobench.builder.live.candidates import choose, load_candidates
     from execrepobench.builder.live.report import live_markdown
-    from execrepobench.builder.live.snapshot import LiveConfig, LiveInputError, snapshot
-    from execrepobench.builder.live.window import Window, WindowError
-    from execrepobench_metric.isolation import SandboxUnavailable
+    from execrepobench.builder.live.snapshot import LiveConfig, snapshot
+    from execrepobench.builder.live.window import Window
+    from execrepobench_dataset.errors import UsageError
 
-    try:
-        window = Window.of(args.after, args.before)
-        if args.limit is not None and args.limit < 1:
-            raise ValueError(f"--limit must be a positive integer, got {args.limit}")
-        if args.samples_per_repo < 1:
-            raise ValueError(f"--samples-per-repo must be a positive integer, got {args.samples_per_repo}")
-        candidates = choose(load_candidates(args.candidates), tuple(args.candidate))
-        config = LiveConfig(window=window, out=args.out, candidates=candidates,
-                            candidates_name=args.candidates.name if args.candidates else "candidates.toml",
-                            named=bool(args.candidate), limit=args.limit, samples_per_repo=args.samples_per_repo,
-                            seed=args.seed, index_url=args.index_url, progress=not args.no_progress,
-                            allow_weak_sandbox=args.allow_weak_sandbox, baseline_timeout_s=args.baseline_timeout)
-        summary = snapshot(config)
-    except (WindowError, CandidateError, LiveInputError, SandboxUnavailable, ValueError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    window = Window.of(args.after, args.before)
+    if args.limit is not None and args.limit < 1:
+        raise UsageError(f"--limit must be a positive integer, got {args.limit}")
+    if args.samples_per_repo < 1:
+        raise UsageError(f"--samples-per-repo must be a positive integer, got {args.samples_per_repo}")
+    candidates = choose(load_candidates(args.candidates), tuple(args.candidate))
+    config = LiveConfig(window=window, out=args.out, candidates=candidates,
+                        candidates_name=args.candidates.name if args.candidates else "candidates.toml",
+                        named=bool(args.candidate), limit=args.limit, samples_per_repo=args.samples_per_repo,
+                        seed=args.seed, index_url=args.index_url, progress=not args.no_progress,
+                        allow_weak_sandbox=args.allow_weak_sandbox, baseline_timeout_s=args.baseline_timeout)
+    summary = snapshot(config)
     print(live_markdown(summary["live"]))
     print(f"wrote {args.out / 'samples.jsonl'} and {args.out / 'build_report.md'} (config "
           f"{window.config_name} when published)")

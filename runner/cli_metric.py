@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 
@@ -23,18 +22,14 @@ def add_publish_metric(p: argparse.ArgumentParser) -> None:
 
 
 def run_publish_metric(args: argparse.Namespace) -> int:
-    from execrepobench_metric.hub_module import MetricPublishError, push_metric, write_metric_folder
+    from execrepobench_metric.hub_module import push_metric, write_metric_folder
 
-    try:
-        folder = write_metric_folder(args.out, repo_id=args.push_to_hub, requirement=args.requirement,
-                                     overwrite=args.overwrite, dataset_id=args.dataset, code_url=args.code_url)
-        print(f"wrote {folder}: evaluate.load({str(folder)!r})")
-        if args.push_to_hub:
-            push_metric(folder, args.push_to_hub, private=args.private)
-            print(f"pushed to the Space {args.push_to_hub}: evaluate.load({args.push_to_hub!r})")
-    except (MetricPublishError, OSError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    folder = write_metric_folder(args.out, repo_id=args.push_to_hub, requirement=args.requirement,
+                                 overwrite=args.overwrite, dataset_id=args.dataset, code_url=args.code_url)
+    print(f"wrote {folder}: evaluate.load({str(folder)!r})")
+    if args.push_to_hub:
+        push_metric(folder, args.push_to_hub, private=args.private)
+        print(f"pushed to the Space {args.push_to_hub}: evaluate.load({args.push_to_hub!r})")
     return 0
 
 

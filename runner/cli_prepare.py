@@ -4,7 +4,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 from pathlib import Path
 
 
@@ -25,21 +24,14 @@ def add_prepare(p: argparse.ArgumentParser) -> None:
 
 
 def run_prepare(args: argparse.Namespace) -> int:
-    from execrepobench_dataset.load import DatasetNotFound
-    from execrepobench_dataset.record import RecordError
-    from execrepobench_metric.prepare import PrepareConfig, prepare_dataset
-    from execrepobench_metric.isolation import SandboxUnavailable
+    from execrepobench_dataset.errors import UsageError
+    from execrepobench_metric.environments.prepare import PrepareConfig, prepare_dataset
 
     if args.workers < 1 or args.gold_samples < 0:
-        print("error: --workers must be >= 1 and --gold-samples >= 0", file=sys.stderr)
-        return 2
+        raise UsageError("--workers must be >= 1 and --gold-samples >= 0")
     config = PrepareConfig(workers=args.workers, gold_samples=args.gold_samples, timeout_s=args.timeout,
                            allow_weak_sandbox=args.allow_weak_sandbox, progress=not args.no_progress)
-    try:
-        statuses = prepare_dataset(args.dataset, tuple(args.repo), config, revision=args.revision)
-    except (DatasetNotFound, RecordError, ValueError, SandboxUnavailable, OSError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    statuses = prepare_dataset(args.dataset, tuple(args.repo), config, revision=args.revision)
     width = max([len(s.repo_name) for s in statuses] + [10])
     for s in statuses:
         state = ("ready" + (" (already prepared)" if s.reused else "")) if s.ready else f"NOT READY: {s.reason}"
@@ -72,21 +64,16 @@ def _lock_file(name: str) -> Path:
 
 
 def run_fingerprint(args: argparse.Namespace) -> int:
-    from execrepobench_dataset.load import DatasetNotFound, open_dataset
-    from execrepobench_dataset.record import RecordError
+    from execrepobench_dataset.errors import UsageError
+    from execrepobench_dataset.load import open_dataset
 
-    try:
-        opened = open_dataset(args.dataset, args.revision)
-    except (DatasetNotFound, RecordError, OSError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    opened = open_dataset(args.dataset, args.revision)
     print(opened.fingerprint)
     if args.write_lock is not None:
         from execrepobench.builder.release.release_lock import lock_of
 
         if args.manifest is None or not args.manifest.is_file():
-            print("error: --write-lock needs --manifest TOML (the manifest this folder was built from)", file=sys.stderr)
-            return 2
+            raise UsageError("--write-lock needs --manifest TOML (the manifest this folder was built from)")
         args.write_lock.write_text(json.dumps(lock_of(opened, args.manifest), indent=1, sort_keys=True) + "\n",
                                    encoding="utf-8")
         print(f"wrote {args.write_lock}")
@@ -97,8 +84,7 @@ def run_fingerprint(args: argparse.Namespace) -> int:
         try:
             lock = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
-            print(f"error: --expect {args.expect}: cannot read the release lock {path}: {exc}", file=sys.stderr)
-            return 2
+            raise UsageError(f"--expect {args.expect}: cannot read the release lock {path}: {exc}") from exc
         result = check(opened, lock)
         print("\n".join(result.lines))
         return 0 if result.matches else 1

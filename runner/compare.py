@@ -24,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
+from execrepobench_dataset.errors import ExecRepoBenchError
 from execrepobench_dataset.record import FILL_TYPES
 
 DEFAULT_RESAMPLES = 10_000
@@ -31,7 +32,7 @@ DEFAULT_SEED = 0
 CHUNK = 500  # bootstrap resamples drawn at once (bounded memory for large datasets)
 
 
-class CompareError(ValueError):
+class CompareError(ExecRepoBenchError, ValueError):
     """The run folders cannot be compared; the message names the folders and what to do."""
 
 

@@ -19,13 +19,15 @@ evaluation with `error` verdicts writes results.jsonl (error rows marked) and no
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from execrepobench_dataset.errors import HarnessFailure, UsageError
 from execrepobench_dataset.load import OpenedDataset, open_dataset
 from execrepobench_dataset.version import __version__
-from execrepobench_metric.api import HarnessError, compute
+from execrepobench_metric.api import HarnessError, compute_with
 from execrepobench_metric.cutoff import apply_cutoff, describe
+from execrepobench_metric.options import EvaluationOptions, RuntimeOptions
 
 from .backends.base import get_backend
 from .dataset_source import dataset_record, stratified_subset
@@ -36,7 +38,7 @@ from .report import table, write_error_results, write_results
 ENGINE_OPTIONS = ("max_model_len", "gpu_memory_utilization", "dtype", "tensor_parallel_size", "trust_remote_code")
 
 
-class BuildFailed(RuntimeError):
+class BuildFailed(HarnessFailure, RuntimeError):
     """Some repositories failed to build (harness errors); `.summary` says which and why."""
 
     def __init__(self, summary: str) -> None:
@@ -56,21 +58,15 @@ class RunConfig:
     manifest: Path | None = None  # build from this manifest first
     quickstart: bool = False  # build from the packaged quickstart manifest first
     limit: int | None = None  # judge a deterministic subset of this many samples, stratified by fill type
-    prepare: bool | None = None  # make missing environments from the dataset's records (None: EXECREPOBENCH_PREPARE)
     n: int = 1
-    k: tuple[int, ...] = (1,)
-    workers: int | None = None
-    timeout_s: float | None = None  # None: each sample's time budget
-    allow_exec: bool | None = None
-    allow_weak_sandbox: bool = False
-    progress: bool = True
     backend_options: dict = field(default_factory=dict)
     template: str | None = None  # prompt template for model backends; None / "official": resolve_template()
     max_new_tokens: int | None = None  # generation budget (None: prompts.MAX_GENERATION_TOKENS)
-    keep_artifacts: bool = False  # keep every run's evidence under OUT/artifacts/
-    executor: str = "local"  # where verification and judging run: "local" or "ray"
-    ray_address: str | None = None  # with executor "ray": "auto", "HOST:PORT", None (RAY_ADDRESS / local instance)
-    cutoff: str | None = None  # YYYY-MM-DD: generate for and score only samples released after that day
+    # what is judged and scored (a cutoff also limits what is generated for); the model name and dataset are set here
+    evaluation: EvaluationOptions = EvaluationOptions()
+    # how it runs: the sandbox, executor and progress options apply to a build first too; journal and
+    # artifacts go under `out`
+    runtime: RuntimeOptions = RuntimeOptions()
 
 
 def open_source(config: RunConfig) -> OpenedDataset:
@@ -78,11 +74,11 @@ def open_source(config: RunConfig) -> OpenedDataset:
     if config.dataset is not None:
         return open_dataset(config.dataset, config.revision, config.config)
     if config.config is not None or config.revision is not None:
-        raise ValueError("--config and --revision choose what to read from a published dataset: give --dataset")
+        raise UsageError("--config and --revision choose what to read from a published dataset: give --dataset")
     if config.samples is not None:
         return open_dataset(config.samples)
     if config.manifest is None and not config.quickstart:
-        raise ValueError("nothing to evaluate: give --dataset OWNER/NAME or a published folder, --samples "
+        raise UsageError("nothing to evaluate: give --dataset OWNER/NAME or a published folder, --samples "
                          "samples.jsonl, or --manifest [PATH] / --quickstart to build samples first")
     return open_dataset(_build(config))
 
@@ -90,13 +86,14 @@ def open_source(config: RunConfig) -> OpenedDataset:
 def _build(config: RunConfig) -> Path:
     from execrepobench.builder.build import BuildConfig, build
     from execrepobench.builder.sources.manifest import load_manifest, quickstart_manifest_path
-    from execrepobench_metric.executors import ExecutorConfig
+    from execrepobench_metric.execution.executors.base import ExecutorConfig
 
     path = config.manifest or quickstart_manifest_path()
     out = config.out / "build"
-    summary = build(BuildConfig(manifest=load_manifest(path), out=out, progress=config.progress,
-                                allow_weak_sandbox=config.allow_weak_sandbox,
-                                executor=ExecutorConfig(config.executor, config.ray_address)))
+    runtime = config.runtime
+    summary = build(BuildConfig(manifest=load_manifest(path), out=out, progress=runtime.progress,
+                                allow_weak_sandbox=runtime.allow_weak_sandbox,
+                                executor=ExecutorConfig(runtime.executor, runtime.ray_address)))
     failed = [r for r in summary["repos"] if r["status"] == "error"]
     if failed:
         lines = [f"BUILD ERRORS: {len(failed)} of {len(summary['repos'])} repositories failed (harness errors); "
@@ -130,7 +127,7 @@ def check_engine_options(backend: str, options: dict) -> None:
     unused = [k for k in ENGINE_OPTIONS if options.get(k) not in (None, False) and k not in taken]
     if unused and _backend_class(backend) is not None:
         flags = ", ".join("--" + k.replace("_", "-") for k in unused)
-        raise ValueError(f"{flags}: not a setting of the {backend!r} backend (vllm takes every engine flag; "
+        raise UsageError(f"{flags}: not a setting of the {backend!r} backend (vllm takes every engine flag; "
                          "transformers --dtype, --trust-remote-code and --max-model-len; openai --max-model-len)")
 
 
@@ -144,7 +141,7 @@ def _prompting(config: RunConfig, options: dict):
     from .backends.model_source import resolve_model
 
     if not config.model:
-        raise ValueError(f"backend {config.backend!r} needs --model (a local model folder or a Hugging Face Hub "
+        raise UsageError(f"backend {config.backend!r} needs --model (a local model folder or a Hugging Face Hub "
                          "model id: its tokenizer builds the prompts)")
     name = resolve_template(config.template, config.model)
     template = get_template(name)
@@ -176,10 +173,11 @@ def run(config: RunConfig) -> dict:
     opened = open_source(config)  # the samples and the repository records (context files, environments)
     samples, resolver = stratified_subset(opened.samples, config.limit), opened.resolver
     if not samples:
-        raise ValueError(f"{opened.name}: no samples to evaluate (see the build report beside it)")
+        raise UsageError(f"{opened.name}: no samples to evaluate (see the build report beside it)")
+    evaluation, runtime = config.evaluation, config.runtime
     kept = None
-    if config.cutoff is not None:  # before generation: the dropped samples need no completion
-        _, samples, kept = apply_cutoff([[]] * len(samples), samples, config.cutoff)
+    if evaluation.cutoff is not None:  # before generation: the dropped samples need no completion
+        _, samples, kept = apply_cutoff([[]] * len(samples), samples, evaluation.cutoff)
         print(describe(kept))
     options, render, stops, template = dict(config.backend_options), None, (), None
     check_engine_options(config.backend, options)
@@ -191,19 +189,18 @@ def run(config: RunConfig) -> dict:
     if hasattr(getattr(backend, "sampling", None), "describe"):  # model backends: the settings in effect
         sampling = backend.sampling.describe()
     generate(samples, backend, gen_path, GenerateConfig(n=config.n, template=template, sampling=sampling,
-                                                        progress=config.progress), render=render, stops=stops,
+                                                        progress=runtime.progress), render=render, stops=stops,
              with_context=resolver.materialise)
     completions = read_generations(gen_path, samples)
     name = config.model or config.backend
     try:
-        result = compute(completions, samples, k=config.k, num_workers=config.workers, timeout=config.timeout_s,
-                         allow_exec=config.allow_exec, allow_weak_sandbox=config.allow_weak_sandbox,
-                         journal=config.out / "journal.jsonl", model_name=name, progress=config.progress,
-                         keep_artifacts=config.keep_artifacts, artifacts_dir=config.out / "artifacts",
-                         executor=config.executor, ray_address=config.ray_address, prepare=config.prepare,
-                         # the repository records: environments are prepared (or named, when missing) from them,
-                         # and a Ray cluster's nodes make theirs from them
-                         dataset=opened.name if opened.commit is None or opened.revision is None else opened.folder)
+        result = compute_with(
+            completions, samples,
+            # the repository records: environments are prepared (or named, when missing) from them, and a Ray
+            # cluster's nodes make theirs from them
+            replace(evaluation, model_name=name,
+                    dataset=opened.name if opened.commit is None or opened.revision is None else opened.folder),
+            replace(runtime, journal=config.out / "journal.jsonl", artifacts_dir=config.out / "artifacts"))
     except HarnessError as exc:
         print(write_error_results(config.out, exc.result), file=sys.stderr)
         raise
@@ -212,11 +209,12 @@ def run(config: RunConfig) -> dict:
     record = {"command": "run", "package_version": __version__,
               "dataset": dataset_record(opened, samples, config.limit), "backend": config.backend,
               "model": config.model, **getattr(backend, "model_source", {}), "template": template,
-              "sampling": sampling, "n": config.n, "k": list(config.k),
+              "sampling": sampling, "n": config.n, "k": list(evaluation.k),
               "engine": {k: options[k] for k in ENGINE_OPTIONS if options.get(k) is not None},
-              "test_selection": "judged", "timeout_s": config.timeout_s, "executor": config.executor}
+              "test_selection": evaluation.test_selection, "timeout_s": evaluation.timeout,
+              "executor": runtime.executor}
     metrics = write_results(config.out, result, f"{name} on {len(samples)} ExecRepoBench samples", run=record)
-    print(table(metrics, tuple(config.k)))
+    print(table(metrics, evaluation.k))
     print(f"LaTeX: {metrics['latex']}")
     print(f"wrote {config.out}/ generations.jsonl results.jsonl metrics.json latex.txt chart.png")
     return metrics

@@ -17,7 +17,7 @@ def private_cache(tmp_path_factory) -> Path:
     Session-wide, so session fixtures (a built repository) and the tests using them share it.
     Source downloads may still come from pip's and uv's own caches (real PyPI, fetched once).
     """
-    from execrepobench_metric.layout import CACHE_ENV_VAR
+    from execrepobench_metric.environments.layout import CACHE_ENV_VAR
 
     root = tmp_path_factory.mktemp("execrepobench-cache")
     old = os.environ.get(CACHE_ENV_VAR)
@@ -108,7 +108,7 @@ def pytest_runtest_setup(item):
             pytest.skip("Chromium is not installed (apt-get install chromium)")
     if item.get_closest_marker("sandbox") is None:
         return
-    from execrepobench_metric.sandbox import strong_available
+    from execrepobench_metric.execution.sandbox import strong_available
 
     reason = strong_available()
     if reason is None:
@@ -134,7 +134,7 @@ def built_minirepo(tmp_path_factory, private_cache):
     """The fixture repository built by the real builder (path source, uv env, sandboxed baseline)."""
     from execrepobench.builder.build import BuildConfig, build
     from execrepobench.builder.sources.manifest import parse_manifest
-    from execrepobench_metric.environments import find_environment
+    from execrepobench_metric.environments.venvs import find_environment
 
     base = tmp_path_factory.mktemp("built")
     text = f'[[repo]]\nsource = "path:{FIXTURES / "minirepo"}"\nname = "minirepo"\nsamples_per_repo = 4\n'
@@ -183,10 +183,10 @@ def prepared_local_repo(base: Path, repo: Path) -> dict:
 def prepared_repo(manifest_text: str, base: Path) -> dict:
     """A repository prepared by the real builder (pinned source, locked uv environment, sandboxed
     baseline) without masking or verification: what `make_sample` needs to make samples by hand."""
-    from execrepobench.builder.preparation.prepare import prepare
     from execrepobench.builder.sources.manifest import parse_manifest
+    from execrepobench.builder.preparation.prepare import prepare
     from execrepobench.builder.sources.sources import fetch
-    from execrepobench_metric.isolation import decide_isolation
+    from execrepobench_metric.execution.sandbox import decide_isolation
 
     manifest = parse_manifest(manifest_text, base)
     spec = manifest.repos[0]

@@ -17,7 +17,7 @@ import textwrap
 from pathlib import Path
 
 from execrepobench_dataset.record import Sample, make_sample_id
-from execrepobench_metric.fills import null_fill
+from execrepobench_metric.execution.fills import null_fill
 
 from workload import reformatted  # benchmarks/ (setup.cfg: pytest's pythonpath)
 

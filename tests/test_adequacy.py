@@ -6,7 +6,7 @@ import pytest
 from conftest import make_sample
 from execrepobench.builder.verification.mutants import mutants
 from execrepobench.builder.verification.verify import verify_samples
-from execrepobench_metric.judge import JudgeConfig
+from execrepobench_metric.execution.judge import JudgeConfig
 
 from test_budget import _sample
 

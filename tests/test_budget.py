@@ -10,15 +10,15 @@ import pytest
 
 from execrepobench_dataset.measurements import MEASUREMENTS_SCHEME, Measurements, SampleTiming
 from execrepobench_dataset.record import RecordError, Sample
-from execrepobench_metric import budget as budget_module
-from execrepobench_metric.budget import (BUDGET_FACTOR, BUDGET_FLOOR_S, DEFAULT_TIMEOUT_S, PHASE_FACTOR,
-                                         PHASE_FLOOR_S, TEST_FACTOR, TEST_FLOOR_S, WALL_FLOOR_S, Budget,
-                                         budgets_for, measured_budget, out_of_budget, per_test_budget, phase_budget,
-                                         run_limits, scale, time_budget)
-from execrepobench_metric.measured import describe
-from execrepobench_metric.limits import CPU_GRACE_S, Limits
-from execrepobench_metric.process import ProcessResult
-from execrepobench_metric.pytest_run import PytestRun
+from execrepobench_metric.execution import budget as budget_module
+from execrepobench_metric.environments.measured import describe
+from execrepobench_metric.execution.budget import (BUDGET_FACTOR, BUDGET_FLOOR_S, DEFAULT_TIMEOUT_S, PHASE_FACTOR,
+                                                   PHASE_FLOOR_S, TEST_FACTOR, TEST_FLOOR_S, WALL_FLOOR_S, Budget,
+                                                   budgets_for, measured_budget, out_of_budget, per_test_budget,
+                                                   phase_budget, run_limits, scale, time_budget)
+from execrepobench_metric.execution.limits import CPU_GRACE_S, Limits
+from execrepobench_metric.execution.process import ProcessResult
+from execrepobench_metric.execution.pytest_run import PytestRun
 
 from workload import HANG_EXPR, KINDS, never_terminating, reformatted, workload  # benchmarks/
 
@@ -166,8 +166,8 @@ def test_old_records_budget_fields_are_measurements_and_dropped():
 
 def test_tests_that_flipped_at_baseline_are_kept_only_when_every_rerun_passes(monkeypatch, tmp_path):
     from execrepobench.builder.preparation import baseline as baseline_module
-    from execrepobench_metric.isolation import Isolation
-    from execrepobench_metric.pytest_run import PytestInvocation
+    from execrepobench_metric.execution.pytest_run import PytestInvocation
+    from execrepobench_metric.execution.sandbox import Isolation
 
     outcomes = iter([{"a": "passed", "b": "failed", "c": "passed"}, {"a": "passed", "b": "passed", "c": "passed"}])
     seen = []

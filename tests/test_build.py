@@ -9,8 +9,8 @@ from execrepobench.builder.sampling.masking import candidate_files
 from execrepobench.builder.sources.manifest import parse_manifest
 from execrepobench_dataset.record import FILL_TYPES, read_jsonl
 from execrepobench_dataset.repo_record import read_repo_records
-from execrepobench_metric.environments import find_environment
-from execrepobench_metric.pytest_run import PytestInvocation
+from execrepobench_metric.environments.venvs import find_environment
+from execrepobench_metric.execution.pytest_run import PytestInvocation
 
 
 def _build(tmp_path, manifest_text, out_name="out", **kw):

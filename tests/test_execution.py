@@ -16,9 +16,9 @@ import pytest
 
 from conftest import make_sample
 from execrepobench_dataset.record import write_jsonl
-from execrepobench_metric.isolation import Isolation, decide_isolation
-from execrepobench_metric.limits import Limits, PidsCgroup
-from execrepobench_metric.process import run_command
+from execrepobench_metric.execution.limits import Limits, PidsCgroup
+from execrepobench_metric.execution.process import run_command
+from execrepobench_metric.execution.sandbox import Isolation, decide_isolation
 
 REPO = Path(__file__).resolve().parents[1]
 CLI = [sys.executable, "-m", "execrepobench.runner.cli"]

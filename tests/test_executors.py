@@ -11,13 +11,13 @@ import pytest
 from execrepobench.runner.cli import main
 from execrepobench_dataset.repo_record import RepoRecord, environment_key, write_repo_records
 from execrepobench_metric import api
-from execrepobench_metric.evidence import pack_folder, unpack_folder
-from execrepobench_metric.executors import (Batch, ExecutorConfig, ExecutorUnavailable, open_executor,
-                                            require_executor, split)
-from execrepobench_metric.executors.local import LocalExecutor
-from execrepobench_metric.layout import CACHE_ENV_VAR, env_dir
-from execrepobench_metric.prepare import EnvironmentsMissing
-from execrepobench_metric.sources import pack_path_snapshot, path_snapshot_dir, unpack_path_snapshot
+from execrepobench_metric.environments.layout import CACHE_ENV_VAR, env_dir
+from execrepobench_metric.environments.prepare import EnvironmentsMissing
+from execrepobench_metric.environments.sources import pack_path_snapshot, path_snapshot_dir, unpack_path_snapshot
+from execrepobench_metric.execution.evidence import pack_folder, unpack_folder
+from execrepobench_metric.execution.executors.base import Batch, ExecutorConfig, ExecutorUnavailable, split
+from execrepobench_metric.execution.executors.local import LocalExecutor
+from execrepobench_metric.execution.executors.registry import open_executor, require_executor
 from test_inputs import MIDDLE, record
 
 

@@ -11,7 +11,7 @@ from execrepobench.builder.sources.manifest import parse_manifest
 from execrepobench.runner import cli
 from execrepobench_dataset.record import read_jsonl, write_jsonl
 from execrepobench_metric import api
-from execrepobench_metric.engine import EngineConfig, judge_all
+from execrepobench_metric.execution.engine import EngineConfig, judge_all
 from fixture_repos import write_repo
 
 pytestmark = pytest.mark.sandbox
@@ -102,7 +102,7 @@ def faulty(built_minirepo):
 @pytest.fixture()
 def raising_judge(monkeypatch):
     """The judge raises for the completion "return slug  # boom" (fault injection)."""
-    import execrepobench_metric.judge as judge_module
+    import execrepobench_metric.execution.judge as judge_module
 
     real = judge_module.judge
 

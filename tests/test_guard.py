@@ -14,10 +14,9 @@ import guard_attacks as corpus
 from conftest import make_sample, prepared_local_repo
 from execrepobench.builder.verification.ground_truth import check_ground_truth
 from execrepobench.builder.verification.verify import verify_one
-from execrepobench_metric.guard import GuardSetup, read_evidence, verify_lines
-from execrepobench_metric.isolation import Isolation
-from execrepobench_metric.judge import JudgeConfig, judge
-from execrepobench_metric.sandbox import strong_available
+from execrepobench_metric.execution.guard import GuardSetup, read_evidence, verify_lines
+from execrepobench_metric.execution.judge import JudgeConfig, judge
+from execrepobench_metric.execution.sandbox import Isolation, strong_available
 
 needs_bwrap = pytest.mark.skipif(strong_available() is not None, reason=f"no bwrap sandbox: {strong_available()}")
 CLAMP_TESTS = ("tests/test_mathx.py::test_clamp_inside", "tests/test_mathx.py::test_clamp_edges")
@@ -266,7 +265,7 @@ def test_weak_sandbox_is_guarded_too(clamp):
 
 
 def test_bootstrap_strips_only_our_plugin_option():
-    sys.path.insert(0, str(Path(__file__).parents[1] / "execrepobench_metric" / "pytest_plugin"))
+    sys.path.insert(0, str(Path(__file__).parents[1] / "execrepobench_metric" / "execution" / "pytest_plugin"))
     try:
         import _execrepobench_guard as bootstrap
     finally:

@@ -8,8 +8,8 @@ import guard_attacks as corpus
 from conftest import prepared_repo
 from execrepobench.builder.verification.verify import verify_one
 from execrepobench_dataset.record import Sample, make_sample_id
-from execrepobench_metric.judge import JudgeConfig, judge
-from execrepobench_metric.sandbox import strong_available
+from execrepobench_metric.execution.judge import JudgeConfig, judge
+from execrepobench_metric.execution.sandbox import strong_available
 
 pytestmark = [pytest.mark.pypi,
               pytest.mark.skipif(strong_available() is not None, reason=f"no bwrap sandbox: {strong_available()}")]

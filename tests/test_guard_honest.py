@@ -13,8 +13,8 @@ import pytest
 from conftest import prepared_repo
 from execrepobench.builder.verification.verify import verify_one
 from execrepobench_dataset.record import Sample
-from execrepobench_metric.judge import JudgeConfig, judge
-from execrepobench_metric.sandbox import strong_available
+from execrepobench_metric.execution.judge import JudgeConfig, judge
+from execrepobench_metric.execution.sandbox import strong_available
 from honest_corpus import DOCREPO_MANIFEST, ast_mutants, collected_ids, honest_completions, sample_of, write_docrepo
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.slow]

@@ -7,7 +7,7 @@ import pytest
 import guard_attacks as corpus
 from conftest import make_sample, prepared_repo
 from execrepobench.builder.verification.verify import verify_one
-from execrepobench_metric.judge import JudgeConfig, judge
+from execrepobench_metric.execution.judge import JudgeConfig, judge
 from honest_corpus import DOCREPO_MANIFEST, collected_ids, sample_of, write_docrepo
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.slow]

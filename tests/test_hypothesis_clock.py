@@ -11,8 +11,8 @@ from dataclasses import replace
 import pytest
 
 from conftest import make_sample, prepared_local_repo
-from execrepobench_metric.judge import JudgeConfig, judge
-from execrepobench_metric.budget import Budget
+from execrepobench_metric.execution.budget import Budget
+from execrepobench_metric.execution.judge import JudgeConfig, judge
 
 TESTS = '''import time
 

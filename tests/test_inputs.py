@@ -8,8 +8,8 @@ import pytest
 
 from execrepobench_dataset.record import Sample, write_jsonl
 from execrepobench_metric import api
+from execrepobench_metric.execution.pytest_run import COMMAND_PREFIX
 from execrepobench_metric.inputs import InputError, canonical_reference, check_inputs
-from execrepobench_metric.pytest_run import COMMAND_PREFIX
 
 METRIC_DIR = Path(__file__).parents[1] / "execrepobench_metric"
 PREFIX, MIDDLE, SUFFIX = "def f(x):\n    ", "return x + 1", "\n"

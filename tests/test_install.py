@@ -56,7 +56,7 @@ def test_wheel_carries_every_module_and_data_file(wheel):
         if top in PACKAGE_DIRS and rest:
             expected.add(f"{PACKAGE_DIRS[top]}/{rest}")
     assert "execrepobench/runner/backends/base.py" in expected
-    assert "execrepobench_metric/pytest_plugin/_execrepobench_collect.py" in expected
+    assert "execrepobench_metric/execution/pytest_plugin/_execrepobench_collect.py" in expected
     assert sorted(expected - shipped) == [], "tracked files missing from the wheel (setup.cfg packages/package_data)"
     assert sorted(shipped - expected) == [], "files in the wheel that the checkout does not track"
     info = next(n for n in names if n.endswith(".dist-info/METADATA"))
@@ -88,7 +88,7 @@ def test_wheel_in_a_fresh_venv_builds_and_judges(wheel, tmp_path):
     _run([find_uv_bin(), "pip", "install", "--quiet", "--python", venv / "bin" / "python", wheel], env=env, cwd=work)
     python, cli = venv / "bin" / "python", venv / "bin" / "execrepobench"
     where = json.loads(_run([python, "-c", (
-        "import json, execrepobench_metric.pytest_run as r, execrepobench.runner.backends as b, "
+        "import json, execrepobench_metric.execution.pytest_run as r, execrepobench.runner.backends as b, "
         "execrepobench.builder.sources.manifest as m, execrepobench_dataset as d\n"
         "print(json.dumps([r.__file__, b.__file__, d.__file__, str(m.default_manifest_path()), "
         "str(r.PLUGIN_DIR / (r.PLUGIN_NAME + '.py'))]))")], env=env, cwd=work))

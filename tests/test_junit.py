@@ -1,7 +1,7 @@
 import pytest
 
-from execrepobench_metric.junit import (ERROR, FAILED, PASSED, SKIPPED, JunitError, junit_key,
-                                        parse_junit_messages, parse_junit_text, results_by_nodeid)
+from execrepobench_metric.execution.junit import (ERROR, FAILED, PASSED, SKIPPED, JunitError, junit_key,
+                                                  parse_junit_messages, parse_junit_text, results_by_nodeid)
 
 REPORT = """<?xml version="1.0" encoding="utf-8"?>
 <testsuites><testsuite name="pytest" errors="1" failures="1" skipped="1" tests="5">

@@ -136,7 +136,7 @@ def test_imports_of_tests_that_nothing_declares(tmp_path):
 @pytest.mark.pypi
 def test_natsort_declares_hypothesis_only_in_tox_ini(private_cache):
     """The issue's example: natsort's test dependencies are in its tox.ini alone."""
-    from execrepobench_metric.sources import fetch_pypi
+    from execrepobench_metric.environments.sources import fetch_pypi
 
     root = fetch_pypi("natsort", "8.4.0", "45312c4a0e5507593da193dedd04abb1469253b601ecaf63445ad80f0a1ea581", "natsort").root
     got = declared_test_requirements(root)

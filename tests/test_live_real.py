@@ -11,7 +11,7 @@ from execrepobench_dataset.load import open_dataset
 from execrepobench_dataset.publish import publish
 from execrepobench_dataset.record import read_jsonl
 from execrepobench_metric.api import compute
-from execrepobench_metric.sources import fetch_pypi
+from execrepobench_metric.environments.sources import fetch_pypi
 
 AFTER = "2026-04-02"
 EXPECTED = {"parse": ("1.22.4", "1.21.1"), "funcy": ("2.1", "2.0")}  # (target, baseline) for the window below

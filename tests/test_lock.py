@@ -4,11 +4,11 @@ import tomllib
 import pytest
 
 from execrepobench.builder.preparation.lock import parse_compiled, resolve_lock
-from execrepobench.builder.preparation.records import detect_license, manifest_entry
 from execrepobench.builder.sources.manifest import RepoSpec
+from execrepobench.builder.preparation.records import detect_license, manifest_entry
 from execrepobench.builder.sources.sources import FetchedSource
-from execrepobench_metric.environments import EnvError, check_freeze, lock_pins
-from execrepobench_metric.layout import CACHE_ENV_VAR
+from execrepobench_metric.environments.layout import CACHE_ENV_VAR
+from execrepobench_metric.environments.venvs import EnvError, check_freeze, lock_pins
 
 COMPILED = """-e /home/someone/cache/sources/demo-1.0-abc
 attrs==25.1.0 \\

@@ -8,9 +8,9 @@ import pytest
 from conftest import make_sample
 from execrepobench_dataset.record import read_jsonl, write_jsonl
 from execrepobench_metric import api
-from execrepobench_metric.environments import find_environment
-from execrepobench_metric.judge import JudgeConfig, judge
-from execrepobench_metric.isolation import Isolation, SandboxUnavailable, decide_isolation
+from execrepobench_metric.environments.venvs import find_environment
+from execrepobench_metric.execution.judge import JudgeConfig, judge
+from execrepobench_metric.execution.sandbox import Isolation, SandboxUnavailable, decide_isolation
 
 METRIC_DIR = Path(__file__).parents[1] / "execrepobench_metric"
 needs_bwrap = pytest.mark.sandbox
@@ -86,7 +86,7 @@ def test_code_eval_habits_hf_allow_code_eval_and_combine(two_samples, tmp_path, 
     out = combined.compute(predictions=preds, references=refs, k=[1], num_workers=2, timeout=120.0)
     assert out["first_match"] == 0.5 and out["pass@1"] == 0.5 and out["verdicts/failed"] == 1
     monkeypatch.setenv("HF_ALLOW_CODE_EVAL", "0")
-    from execrepobench_metric.engine import ExecutionNotAllowed
+    from execrepobench_metric.execution.engine import ExecutionNotAllowed
 
     with pytest.raises(ExecutionNotAllowed, match="HF_ALLOW_CODE_EVAL=1"):
         metric.compute(predictions=preds, references=refs)
@@ -114,7 +114,7 @@ def test_compute_by_sample_id_and_bad_input(two_samples, tmp_path):
 
 
 def test_weak_mode_only_when_accepted(two_samples, monkeypatch):
-    import execrepobench_metric.sandbox as sandbox
+    import execrepobench_metric.execution.sandbox as sandbox
 
     monkeypatch.setattr(sandbox, "strong_available", lambda: "`bwrap` not found")
     with pytest.raises(SandboxUnavailable, match="bwrap"):

@@ -17,9 +17,9 @@ import pytest
 from execrepobench_dataset.record import read_jsonl, write_jsonl
 from execrepobench_dataset.repo_record import environment_key, read_repo_records, write_repo_records
 from execrepobench_metric import api
-from execrepobench_metric.environments import environment_record
-from execrepobench_metric.fills import null_fill
-from execrepobench_metric.layout import CACHE_ENV_VAR
+from execrepobench_metric.environments.layout import CACHE_ENV_VAR
+from execrepobench_metric.environments.venvs import environment_record
+from execrepobench_metric.execution.fills import null_fill
 
 pytestmark = [pytest.mark.ray, pytest.mark.sandbox, pytest.mark.slow]
 NODE_CPUS = 1
@@ -172,7 +172,7 @@ def test_a_node_that_cannot_make_the_environment_gives_harness_errors(built_mini
 def test_builder_verification_on_ray_keeps_the_same_samples(built_minirepo, cluster, tmp_path):
     from execrepobench.builder.build import BuildConfig, build
     from execrepobench.builder.sources.manifest import parse_manifest
-    from execrepobench_metric.executors import ExecutorConfig
+    from execrepobench_metric.execution.executors.base import ExecutorConfig
 
     from conftest import FIXTURES
 
@@ -196,9 +196,10 @@ def test_builder_verification_on_ray_keeps_the_same_samples(built_minirepo, clus
 
 
 def test_a_task_no_node_can_hold_is_refused_not_left_waiting(cluster):
-    from execrepobench_metric.executors import ExecutorConfig, ExecutorUnavailable, open_executor
-    from execrepobench_metric.judge import JudgeConfig
-    from execrepobench_metric.limits import Limits
+    from execrepobench_metric.execution.executors.base import ExecutorConfig, ExecutorUnavailable
+    from execrepobench_metric.execution.executors.registry import open_executor
+    from execrepobench_metric.execution.judge import JudgeConfig
+    from execrepobench_metric.execution.limits import Limits
 
     ray_cluster, _ = cluster
     with open_executor(ExecutorConfig("ray", ray_cluster.address), 1) as executor:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from execrepobench_metric.layout import CACHE_ENV_VAR
+from execrepobench_metric.environments.layout import CACHE_ENV_VAR
 
 CHECKOUT = Path(__file__).resolve().parents[1]
 pytestmark = [
@@ -33,12 +33,12 @@ extra_test_requires = ["mock"]
 test_paths = ["test_schema.py"]
 """
 JUDGE = """import json, sys
-from datasets import load_dataset
 import execrepobench_metric
+from datasets import load_dataset
 from execrepobench_dataset.record import Sample
 from execrepobench_metric.api import compute
-from execrepobench_metric.environments import find_environment
-from execrepobench_metric.fills import null_fill
+from execrepobench_metric.environments.venvs import find_environment
+from execrepobench_metric.execution.fills import null_fill
 
 rows = list(load_dataset(sys.argv[1], "exec_repo_bench", split="test", cache_dir=sys.argv[2]))
 gold = compute([r["middle_code"] for r in rows], rows, allow_exec=True, progress=False, use_cache=False)

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from execrepobench_metric import sources
 from execrepobench.builder.sources.manifest import RepoSpec, default_manifest_path, load_manifest
 from execrepobench.builder.sources.sources import FetchedSource, SourceError, fetch, safe_extract, tree_hash
-from execrepobench_metric.layout import CACHE_ENV_VAR, downloads_dir, sources_dir
+from execrepobench_metric.environments import sources
+from execrepobench_metric.environments.layout import CACHE_ENV_VAR, downloads_dir, sources_dir
 
 needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="git not installed")
 GIT_ID = ["-c", "user.email=test@example.com", "-c", "user.name=Test", "-c", "init.defaultBranch=main",

@@ -25,12 +25,12 @@ from packaging.utils import InvalidSdistFilename, canonicalize_name, parse_sdist
 from packaging.version import InvalidVersion, Version
 
 from execrepobench_dataset.version import __version__
-from execrepobench_metric.layout import cache_root
+from execrepobench_metric.defaults import INDEX_REQUEST_TIMEOUT_S
+from execrepobench_metric.environments.layout import cache_root
 
 DEFAULT_INDEX_URL = "https://pypi.org/simple/"
 INDEX_URL_ENV = "EXECREPOBENCH_INDEX_URL"
 ACCEPT = "application/vnd.pypi.simple.v1+json"
-TIMEOUT_S = 30.0
 SDIST_SUFFIXES = (".tar.gz", ".zip")
 CACHE_SCHEMA = 1
 
@@ -135,7 +135,8 @@ def parse_project(data: dict, project: str, index: str, fetched_at: datetime) ->
 class IndexClient:
     """Asks one index about named projects; answers cached on disk (see the module doc)."""
 
-    def __init__(self, url: str | None = None, cache_dir: Path | None = None, timeout_s: float = TIMEOUT_S) -> None:
+    def __init__(self, url: str | None = None, cache_dir: Path | None = None,
+                 timeout_s: float = INDEX_REQUEST_TIMEOUT_S) -> None:
         self.url = index_url(url)
         self.cache_dir = cache_dir or cache_root() / "index" / hashlib.sha256(self.url.encode()).hexdigest()[:16]
         self.timeout_s = timeout_s

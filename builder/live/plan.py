@@ -7,7 +7,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from execrepobench_metric.sources import fetch_pypi
+from execrepobench_metric.environments.sources import fetch_pypi
 
 from ..preparation.lock import EnvError, resolve_lock
 from ..preparation.testconfig import pytest_config

@@ -20,7 +20,9 @@ from typing import Any, Mapping
 
 from tqdm import tqdm
 
-from execrepobench_metric.sources import SourceError
+from execrepobench_dataset.errors import ExecRepoBenchError
+from execrepobench_metric.defaults import LIVE_BASELINE_TIMEOUT_S
+from execrepobench_metric.environments.sources import SourceError
 
 from ..build import BuildConfig, build
 from ..sources.manifest import Manifest
@@ -34,7 +36,7 @@ LIVE_REPORT = "live_report.json"
 INDEX_DOWN_AFTER = 3  # candidates in a row the index did not answer, none answered before: the index is down
 
 
-class LiveInputError(ValueError):
+class LiveInputError(ExecRepoBenchError, ValueError):
     """Bad input for a snapshot (an unknown project named on the command line, an index that does not answer);
     nothing was built."""
 
@@ -54,7 +56,7 @@ class LiveConfig:
     allow_weak_sandbox: bool = False
     # a baseline run longer than this fails the candidate (suite_fails): the benchmark keeps suites of about a
     # minute, and a suite that hangs without its hand-written options (werkzeug's dev-server tests) stops sooner
-    baseline_timeout_s: float = 300.0
+    baseline_timeout_s: float = LIVE_BASELINE_TIMEOUT_S
     build_options: Mapping[str, Any] = field(default_factory=dict)  # other BuildConfig fields (workers, ...)
 
 

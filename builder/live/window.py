@@ -10,8 +10,10 @@ import calendar
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta, timezone
 
+from execrepobench_dataset.errors import ExecRepoBenchError
 
-class WindowError(ValueError):
+
+class WindowError(ExecRepoBenchError, ValueError):
     """A window that cannot be used (a malformed or future date, an empty window)."""
 
 

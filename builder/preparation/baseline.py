@@ -14,13 +14,14 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from execrepobench_metric.environments import Environment
-from execrepobench_metric.isolation import Isolation
-from execrepobench_metric.judge import protected_paths
-from execrepobench_metric.junit import PASSED, SKIPPED
-from execrepobench_metric.limits import Limits
-from execrepobench_metric.process import run_command
-from execrepobench_metric.pytest_run import PytestInvocation, run_pytest
+from execrepobench_metric.defaults import BASELINE_TIMEOUT_S, PROBE_TIMEOUT_S
+from execrepobench_metric.environments.venvs import Environment
+from execrepobench_metric.execution.judge import protected_paths
+from execrepobench_metric.execution.junit import PASSED, SKIPPED
+from execrepobench_metric.execution.limits import Limits
+from execrepobench_metric.execution.process import run_command
+from execrepobench_metric.execution.pytest_run import PytestInvocation, run_pytest
+from execrepobench_metric.execution.sandbox import Isolation
 
 from ..sources.manifest import RepoSpec
 
@@ -130,7 +131,7 @@ def baseline_invocations(inv: PytestInvocation, runs: int, coverage_data: Path |
 
 
 def run_baseline(repo: str, env: Environment, root: Path, spec: RepoSpec, modules: list[str], *,
-                 isolation: Isolation, runs: int = 3, timeout_s: float = 900.0,
+                 isolation: Isolation, runs: int = 3, timeout_s: float = BASELINE_TIMEOUT_S,
                  collections: int = 5, workers: int = 1, coverage_data: Path | None = None) -> Baseline:
     """The suite runs under the same isolation the metric judges in, with the same paths read-only
     (tests that need the network or write outside the tree or into the tests fail here and are excluded).  Runs, and then collections, go `workers` at
@@ -239,7 +240,7 @@ def check_imports(repo: str, env: Environment, root: Path, modules: list[str]) -
     """
     with tempfile.TemporaryDirectory(prefix="erb-where-") as tmp:
         answer = Path(tmp) / "where.json"
-        proc = run_command([env.python, "-c", _WHERE, str(answer), *modules], cwd=Path("/"), timeout_s=120,
+        proc = run_command([env.python, "-c", _WHERE, str(answer), *modules], cwd=Path("/"), timeout_s=PROBE_TIMEOUT_S,
                            env={"PATH": "/usr/bin:/bin", "PYTHONDONTWRITEBYTECODE": "1", "HOME": tmp},
                            limits=Limits())
         try:

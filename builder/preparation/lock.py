@@ -20,8 +20,8 @@ import tempfile
 import tomllib
 from pathlib import Path
 
-from execrepobench_metric.environments import EnvError, interpreter_for, run_uv
-from execrepobench_metric.layout import cache_root
+from execrepobench_metric.environments.layout import cache_root
+from execrepobench_metric.environments.venvs import EnvError, interpreter_for, run_uv
 
 __all__ = ["BASE_REQUIREMENTS", "EnvError", "detect_test_extras", "parse_compiled", "resolve_lock"]
 LOCK_SCHEMA = 2  # bump when the way a lock is resolved changes; 2: date-bound (--exclude-newer)

@@ -10,8 +10,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from execrepobench_dataset.repo_record import RepoRecord
-from execrepobench_metric.environments import Environment, ensure_environment
-from execrepobench_metric.isolation import Isolation
+from execrepobench_metric.environments.venvs import Environment, ensure_environment
+from execrepobench_metric.execution.sandbox import Isolation
 
 from ..sampling.masking import candidate_files
 from ..sources.manifest import RepoSpec

@@ -2,7 +2,7 @@
 neutralise them without editing the repository.
 
 - coverage.py: our coverage run reads only our own configuration (`coverage run --rcfile=OURS`,
-  see `execrepobench_metric.pytest_run.COVERAGE_RC`), so `parallel = true` (data in
+  see `execrepobench_metric.execution.pytest_run.COVERAGE_RC`), so `parallel = true` (data in
   `.coverage.<host>.<pid>.*`), `data_file`, `source`, `include`/`omit`, `fail_under`, `plugins`...
   of `.coveragerc` / `setup.cfg` / `tox.ini` / `pyproject.toml` never apply.  We only record which.
 - pytest `addopts`: options that start a second coverage (pytest-cov `--cov*`, which also fails the

@@ -17,6 +17,8 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
+from execrepobench_dataset.errors import ExecRepoBenchError
+
 DEFAULT_SEED = 0
 DEFAULT_SAMPLES_PER_REPO = 24
 
@@ -34,7 +36,7 @@ _REPO_KEYS = frozenset({"source", "sha256", "name", "python", "env", "samples_pe
                         *_LIST_KEYS})
 
 
-class ManifestError(ValueError):
+class ManifestError(ExecRepoBenchError, ValueError):
     """A manifest that cannot be used; the message names file, entry and key."""
 
 

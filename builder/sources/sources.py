@@ -1,7 +1,7 @@
 """Fetch a RepoSpec (a manifest entry) into a pinned, unpacked source tree in the cache.
 
 The pinned-source machinery (pypi sdists, git clones, safe unpacking) lives on the metric floor
-(`execrepobench_metric.sources`), where `prepare` fetches published sources too.  What only the builder
+(`execrepobench_metric.environments.sources`), where `prepare` fetches published sources too.  What only the builder
 does stays here: pinning a manifest entry, and snapshotting a local `path:` folder.  A path source is
 identified by a hash of its (tracked) files, which are copied into sources_dir()/path-NAME-HASH12 (the
 checkout itself is never modified); its pinned spec, `path:NAME#tree=HASH`, names no folder of this
@@ -17,14 +17,14 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from execrepobench_metric.sources import (SourceError, fetch_git, fetch_pypi, file_sha256, path_snapshot_dir,
-                                          project_root, safe_extract)
+from execrepobench_metric.defaults import TOOL_TIMEOUT_S
+from execrepobench_metric.environments.sources import (SourceError, fetch_git, fetch_pypi, file_sha256,
+                                                       path_snapshot_dir, project_root, safe_extract)
 
 from .manifest import RepoSpec, parse_source
 
 __all__ = ["FetchedSource", "SourceError", "fetch", "file_sha256", "safe_extract", "tree_hash"]
 _SKIP_DIRS = frozenset({".git", "__pycache__", ".venv", ".pytest_cache", ".mypy_cache", ".tox", ".nox"})
-_TIMEOUT_S = 900  # for one git command
 
 
 @dataclass(frozen=True)
@@ -55,7 +55,7 @@ def _git_tracked_files(folder: Path) -> list[str]:
     """Tracked paths (relative to folder) when folder is inside a git work tree, else []."""
     try:
         proc = subprocess.run(["git", "ls-files", "-z", "--cached"], cwd=folder, capture_output=True,
-                              timeout=_TIMEOUT_S)
+                              timeout=TOOL_TIMEOUT_S)
     except (OSError, subprocess.TimeoutExpired):  # no git: the caller walks the folder
         return []
     out = proc.stdout.decode("utf-8", "surrogateescape").split("\0") if proc.returncode == 0 else []

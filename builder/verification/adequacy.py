@@ -14,8 +14,8 @@ import traceback
 from dataclasses import dataclass, replace
 
 from execrepobench_dataset.record import Sample
-from execrepobench_metric.budget import Budget
-from execrepobench_metric.judge import JudgeConfig, judge_safely
+from execrepobench_metric.execution.budget import Budget
+from execrepobench_metric.execution.judge import JudgeConfig, judge_safely
 
 from .mutants import mutants
 

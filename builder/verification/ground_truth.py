@@ -29,8 +29,8 @@ from typing import Sequence
 
 from execrepobench_dataset.measurements import SampleTiming
 from execrepobench_dataset.record import Sample
-from execrepobench_metric.judge import JudgeConfig, Verdict, judge_run
-from execrepobench_metric.pytest_run import PytestRun
+from execrepobench_metric.execution.judge import JudgeConfig, Verdict, judge_run
+from execrepobench_metric.execution.pytest_run import PytestRun
 
 from .allowances import attribute
 

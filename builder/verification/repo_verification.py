@@ -11,9 +11,9 @@ from typing import Callable, Mapping
 from execrepobench_dataset.measurements import MEASUREMENTS_SCHEME, Measurements
 from execrepobench_dataset.record import Sample
 from execrepobench_dataset.repo_record import RepoRecord
-from execrepobench_metric.calibration import calibration_s, machine
-from execrepobench_metric.executors import Executor
-from execrepobench_metric.judge import JudgeConfig
+from execrepobench_metric.execution.calibration import calibration_s, machine
+from execrepobench_metric.execution.executors.base import Executor
+from execrepobench_metric.execution.judge import JudgeConfig
 
 from ..preparation.baseline import Baseline
 from ..preparation.coverage import CoverageMap

@@ -18,12 +18,12 @@ In the order that costs least (the verdicts are the same as checking each sample
    (`by_test_files`: a shared run collects what each one's own run collects): each round runs the union
    of their judged tests once (`ground_truth.py`), recording `guard_allowed` and what each sample's
    runs measured (its `SampleTiming` and judged tests' CPU seconds: the repository's measurements, from
-   which the judge derives budgets - `execrepobench_metric/budget.py`; never part of the sample).
+   which the judge derives budgets - `execrepobench_metric/execution/budget.py`; never part of the sample).
 
-Null fills: `execrepobench_metric.fills` (the metric's `prepare` checks the same way).  A judgement
+Null fills: `execrepobench_metric.execution.fills` (the metric's `prepare` checks the same way).  A judgement
 that fails for the harness's reasons (an `error` verdict, any exception) drops the sample as
 `harness_error`: it is never counted as a ground-truth failure, and never kept.
-Both steps run on an executor (`execrepobench_metric.executors`): local threads or Ray nodes that make
+Both steps run on an executor (`execrepobench_metric.execution.executors`): local threads or Ray nodes that make
 the repository's environment from its record first; the null fills and the ground-truth groups are
 spread over them.
 """
@@ -41,12 +41,12 @@ from tqdm import tqdm
 from execrepobench_dataset.measurements import SampleTiming
 from execrepobench_dataset.record import Sample
 from execrepobench_dataset.repo_record import RepoRecord
-from execrepobench_metric.budget import Budget, time_budget
-from execrepobench_metric.executors import Batch, Executor, split
-from execrepobench_metric.executors.local import LocalExecutor
-from execrepobench_metric.fills import null_fill
-from execrepobench_metric.judge import JudgeConfig, judge_safely
-from execrepobench_metric.pytest_run import collected_files
+from execrepobench_metric.execution.budget import Budget, time_budget
+from execrepobench_metric.execution.executors.base import Batch, Executor, split
+from execrepobench_metric.execution.executors.local import LocalExecutor
+from execrepobench_metric.execution.fills import null_fill
+from execrepobench_metric.execution.judge import JudgeConfig, judge_safely
+from execrepobench_metric.execution.pytest_run import collected_files
 
 from ..preparation.coverage import CoverageMap
 from .adequacy import Adequacy, adequate, check_mutants

@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
+from execrepobench_dataset.errors import ExecRepoBenchError
+
 from ..postprocess import cut_at_stop
 from .base import Backend, Generation, Request
 
@@ -31,8 +33,13 @@ SETUP_HINT = ("run `bash scripts/setup-model-env.sh` and use the model environme
 DEFAULT_MAX_NEW_TOKENS = 512
 
 
+class BackendUnavailable(ExecRepoBenchError, ImportError):
+    """A model backend's Python package is not installed here; the message names it and the setup script."""
+
+
 def require(backend: str, *modules: str) -> None:
-    """Import `modules`; a missing one -> ImportError naming it, the backend and the setup script."""
+    """Import `modules`; a missing one -> `BackendUnavailable` (an ImportError) naming it, the backend and
+    the setup script."""
     import importlib
 
     for name in modules:
@@ -40,8 +47,8 @@ def require(backend: str, *modules: str) -> None:
             importlib.import_module(name)
         except ImportError as exc:
             missing = getattr(exc, "name", None) or name
-            raise ImportError(f"the {backend!r} backend needs the Python package {missing!r}, which is not "
-                              f"installed here ({exc}); {SETUP_HINT}") from exc
+            raise BackendUnavailable(f"the {backend!r} backend needs the Python package {missing!r}, which is "
+                                     f"not installed here ({exc}); {SETUP_HINT}") from exc
 
 
 def local_model_dir(model: Optional[str], backend: str) -> Path:

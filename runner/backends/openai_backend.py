@@ -32,6 +32,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Sequence
 
+from execrepobench_metric.defaults import SERVER_REQUEST_TIMEOUT_S
+
 from .base import Backend, Generation, Request
 from ..postprocess import cut_at_stop
 from .hf import SamplingOptions, sample_seed
@@ -71,7 +73,7 @@ class OpenAIBackend(Backend):
         self.concurrency = max(1, int(options.get("concurrency") or 8))
         self.retries = max(0, int(4 if options.get("retries") is None else options["retries"]))
         self.backoff_s = float(0.5 if options.get("backoff_s") is None else options["backoff_s"])
-        self.timeout_s = float(options.get("timeout_s") or 600.0)
+        self.timeout_s = float(options.get("timeout_s") or SERVER_REQUEST_TIMEOUT_S)
         self.max_stop = int(4 if options.get("max_stop") is None else options["max_stop"])
         self.extensions = bool(True if options.get("extensions") is None else options["extensions"])
         self.extra_body = dict(options.get("extra_body") or {})

@@ -19,21 +19,22 @@ from typing import Iterable, Sequence
 
 from tqdm import tqdm
 
+from execrepobench_dataset.errors import ExecRepoBenchError
 from execrepobench_dataset.load import open_dataset
 from execrepobench_dataset.record import Sample
 from execrepobench_dataset.repo_record import RepoRecord
+from execrepobench_metric.execution.fills import null_fill
+from execrepobench_metric.execution.judge import JudgeConfig, judge
+from execrepobench_metric.execution.sandbox import decide_isolation
 
-from .environments import ensure_environment, find_environment
-from .fills import null_fill
-from .isolation import decide_isolation
-from .measured import keep as keep_measurements
-from .judge import JudgeConfig, judge
 from .layout import cache_root
+from .measured import keep as keep_measurements
+from .venvs import ensure_environment, find_environment
 
 PREPARE_ENV_VAR = "EXECREPOBENCH_PREPARE"
 
 
-class EnvironmentsMissing(RuntimeError):
+class EnvironmentsMissing(ExecRepoBenchError, RuntimeError):
     """Samples whose environments are not in this cache; the message lists the repositories and the
     `execrepobench prepare` command that makes them.  Nothing was judged."""
 

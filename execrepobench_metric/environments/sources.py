@@ -23,11 +23,11 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from execrepobench_metric.defaults import TOOL_TIMEOUT_S
 from .layout import downloads_dir, sources_dir
 
 ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".zip")
 PROJECT_FILES = ("pyproject.toml", "setup.py", "setup.cfg")
-TIMEOUT_S = 900  # for one pip download / git command
 _PYPI_RE = re.compile(r"^pypi:(?P<name>[^=#\s]+)==(?P<version>[^#\s]+)(?:#sha256=(?P<sha>[0-9a-fA-F]{64}))?$")
 _GIT_RE = re.compile(r"^git:(?P<url>.+)@(?P<commit>[0-9a-fA-F]{7,40})$")
 _PATH_RE = re.compile(r"^path:(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)#tree=(?P<tree>[0-9a-f]{64})$")
@@ -123,7 +123,7 @@ def _pip_download(name: str, version: str, dest: Path, repo: str) -> None:
            f"{name}=={version}", "-d", str(dest)]
     env = {**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1", "PIP_NO_INPUT": "1"}
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=TIMEOUT_S)
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=TOOL_TIMEOUT_S)
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise SourceError(f"{repo}: pip download {name}=={version} could not run: {exc}") from None
     if proc.returncode != 0:
@@ -216,7 +216,7 @@ def _git(args: list[str], repo: str, cwd: Path | None = None, check: bool = True
     env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "", "LC_ALL": "C"}
     try:
         proc = subprocess.run(["git", "-c", "advice.detachedHead=false", *args], cwd=cwd, env=env,
-                              capture_output=True, text=True, timeout=TIMEOUT_S)
+                              capture_output=True, text=True, timeout=TOOL_TIMEOUT_S)
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise SourceError(f"{repo}: git {args[0]} could not run: {exc}") from None
     if check and proc.returncode != 0:

@@ -23,15 +23,17 @@ from typing import Mapping, Sequence
 
 from tqdm import tqdm
 
+from execrepobench_dataset.errors import ExecRepoBenchError
 from execrepobench_dataset.record import Sample
 from execrepobench_dataset.repo_record import RepoRecord
+from execrepobench_metric.environments.layout import cache_root
 
 from .budget import Budget
 from .evidence import EvidenceStore, pack_folder, unpack_folder
-from .executors import Batch, Executor, ExecutorConfig, open_executor, split
-from .isolation import decide_isolation
+from .executors.base import Batch, Executor, ExecutorConfig, split
+from .executors.registry import open_executor
 from .judge import JudgeConfig, Verdict, judge_safely
-from .layout import cache_root
+from .sandbox import decide_isolation
 
 ENGINE_VERSION = "6"  # 3: the in-process guard (and the execution layer's isolation); 4: budgets, fail fast;
 # 5: phase budgets, hypothesis' wall-clock checks lifted, failure messages in the detail; 6: budgets derived at
@@ -46,7 +48,7 @@ OPT_IN_MESSAGE = (
     "private view).")
 
 
-class ExecutionNotAllowed(RuntimeError):
+class ExecutionNotAllowed(ExecRepoBenchError, RuntimeError):
     pass
 
 

@@ -12,17 +12,22 @@ original tree is never written.
 Weak mode (only when the caller accepts it explicitly): a temporary copy of the tree with the file
 replaced, run with rlimits and the timeout but without namespaces.
 
-Which mode runs is decided once per evaluation or build by `isolation.decide_isolation`.
+How code under test is isolated is one type (`Isolation`), decided in one place (`decide_isolation`)
+and used by every run: the baseline, the builder's verification, the metric and the benchmarks all ask
+`decide_isolation` once per evaluation or build and pass the answer down to `run_sandboxed`; there is
+no other mode (no "host" runs).
 """
 from __future__ import annotations
 
 import shutil
 import tempfile
 from dataclasses import dataclass, field
+from enum import Enum
 from pathlib import Path
 from typing import Mapping
 
-from .isolation import Isolation
+from execrepobench_dataset.errors import ExecRepoBenchError
+
 from .limits import Limits, PidsCgroup
 from .process import ProcessResult, run_command
 
@@ -39,6 +44,21 @@ fi
 mount -t overlay erb-overlay -o "lowerdir=$lower,upperdir=$mnt/upper,workdir=$mnt/work" "$mnt/merged"
 exec "$@"
 """ % TMPFS_SIZE
+
+
+class Isolation(str, Enum):
+    """`BWRAP`: bubblewrap + a private overlay view (the normal mode).  `WEAK`: a temporary copy of
+    the tree, rlimits and the timeout, no namespaces - only when the caller accepts it explicitly."""
+
+    BWRAP = "bwrap"
+    WEAK = "weak"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class SandboxUnavailable(ExecRepoBenchError, RuntimeError):
+    """Strong isolation is not possible here and the caller did not accept the weak mode."""
 
 
 @dataclass(frozen=True)
@@ -72,6 +92,23 @@ def strong_available() -> str | None:
         if result.returncode != 0 or result.stdout_tail != "new":
             return f"bwrap/overlay probe failed: {result.stderr_tail.strip()[-300:]}"
     return None
+
+
+def decide_isolation(allow_weak: bool) -> tuple[Isolation, str]:
+    """(isolation, note): bubblewrap when it works here; the weak mode only when `allow_weak`.
+
+    Raises `SandboxUnavailable` (naming the reason and both ways out) otherwise.  The note is empty
+    for bubblewrap and a loud warning for the weak mode; callers print it and record it.
+    """
+    reason = strong_available()
+    if reason is None:
+        return Isolation.BWRAP, ""
+    if not allow_weak:
+        raise SandboxUnavailable(f"strong sandbox unavailable: {reason}. Install bubblewrap "
+                                 "(apt-get install bubblewrap) or accept the weak mode explicitly "
+                                 "(allow_weak_sandbox=True / --allow-weak-sandbox): no namespaces, only "
+                                 "rlimits and a timeout.")
+    return Isolation.WEAK, f"WEAK SANDBOX: {reason}; ran with rlimits and a timeout only"
 
 
 def _bwrap_args(run: SandboxRun, merged: Path) -> list[str]:

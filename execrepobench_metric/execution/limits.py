@@ -18,6 +18,8 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
+from execrepobench_metric.defaults import CPU_LIMIT_S
+
 _V1_PIDS = Path("/sys/fs/cgroup/pids")
 _V2 = Path("/sys/fs/cgroup")
 _PREFIX = "execrepobench-"
@@ -30,7 +32,7 @@ CPU_GRACE_S = 5  # a process that ignores SIGXCPU is killed this many CPU second
 class Limits:
     address_space_bytes: int = 4 << 30  # per process
     file_size_bytes: int = 64 << 20  # largest file a run may write (stdout/stderr files included)
-    cpu_seconds: int = 900  # soft limit (SIGXCPU); the hard limit (SIGKILL) is CPU_GRACE_S later
+    cpu_seconds: int = CPU_LIMIT_S  # soft limit (SIGXCPU); the hard limit (SIGKILL) is CPU_GRACE_S later
     processes: int = 256  # pids cgroup when available; RLIMIT_NPROC otherwise (ineffective as root)
     open_files: int = 1024
 

@@ -19,6 +19,8 @@ import json
 import subprocess
 from pathlib import Path
 
+from execrepobench_metric.defaults import TOOL_TIMEOUT_S
+
 BYTECODE_SCHEME = 1  # bump when what is compiled changes (an older environment is then compiled again)
 MARKER = "bytecode.json"
 # Folders of a source tree that are never imported by its tests.
@@ -30,7 +32,7 @@ def site_packages(python: str) -> list[str]:
     return sorted(str(p) for p in venv.glob("lib/python*/site-packages"))
 
 
-def compile_environment(env_folder: Path, python: str, root: Path, timeout_s: float = 900) -> dict:
+def compile_environment(env_folder: Path, python: str, root: Path, timeout_s: float = TOOL_TIMEOUT_S) -> dict:
     """Byte-compile the venv's site-packages and the source tree with the venv's own interpreter;
     writes `env_folder/bytecode.json` (what was done, and whether it worked) and returns it."""
     steps = [[python, "-m", "compileall", "-q", "-j", "0", *site_packages(python)],

@@ -15,8 +15,9 @@ from typing import Mapping, Sequence
 
 from execrepobench_dataset.measurements import Measurements
 from execrepobench_dataset.record import RecordError, Sample
+from execrepobench_metric.defaults import DEFAULT_TIMEOUT_S
+from execrepobench_metric.execution.budget import Budget
 
-from .budget import DEFAULT_TIMEOUT_S, Budget
 from .layout import cache_root
 
 

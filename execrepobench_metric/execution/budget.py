@@ -33,6 +33,7 @@ from typing import Mapping, Sequence
 from execrepobench_dataset.measurements import Measurements
 
 from .calibration import calibration_s
+from execrepobench_metric.defaults import DEFAULT_TIMEOUT_S
 from .limits import Limits
 
 BUDGET_FLOOR_S = 8.0  # CPU seconds: pytest's start-up alone can take a few on a slow machine
@@ -50,7 +51,6 @@ SCALE_STEP = 0.25  # the machine scale is rounded up to this step (equal budgets
 PHASE_MARK = "PhaseBudgetExceeded"  # the exception's name, in the failing phase's junit message
 WALL_FLOOR_S = 60.0
 WALL_FACTOR = 10.0
-DEFAULT_TIMEOUT_S = 300.0
 # How a run stopped by its CPU budget ends: SIGXCPU, seen directly or as the sandbox's exit status 128 + n.
 _XCPU = int(signal.SIGXCPU)
 CPU_BUDGET_EXIT_CODES = (-_XCPU, 128 + _XCPU)

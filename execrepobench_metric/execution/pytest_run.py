@@ -14,14 +14,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Mapping
 
+from execrepobench_metric.defaults import PYTEST_TIMEOUT_S
 from .evidence import keep_run_files, write_command
 from .guard import BOOTSTRAP, GuardChannel, GuardEvidence, GuardSetup, precompile
-from .isolation import Isolation
 from .junit import (ERROR, FAILED, JunitError, junit_key, parse_junit_durations, parse_junit_file,
                     parse_junit_messages, results_by_nodeid)
 from .limits import Limits
 from .process import ProcessResult
-from .sandbox import SandboxRun, run_sandboxed
+from .sandbox import Isolation, SandboxRun, run_sandboxed
 
 PLUGIN_DIR = Path(__file__).parent / "pytest_plugin"
 PLUGIN_NAME = "_execrepobench_collect"
@@ -50,7 +50,7 @@ class PytestInvocation:
     deselect: tuple[str, ...] = ()
     select: tuple[str, ...] = ()  # node ids; when given, only these run (instead of test_paths)
     env: Mapping[str, str] = field(default_factory=dict)
-    timeout_s: float = 600.0
+    timeout_s: float = PYTEST_TIMEOUT_S
     coverage_data: Path | None = None  # when set: run under coverage.py, one context per test
     collect_only: bool = False
     max_fail: int = 0  # stop after this many failing tests (0: run everything); the verdict is decided then

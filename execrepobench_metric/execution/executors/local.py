@@ -10,7 +10,7 @@ from itertools import islice
 from typing import Any, Callable, Iterator, Sequence
 
 from ..judge import JudgeConfig
-from . import Batch, Done, Executor
+from .base import Batch, Done, Executor
 
 NODE = "local"
 

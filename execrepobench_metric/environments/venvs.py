@@ -28,6 +28,7 @@ from pathlib import Path
 from execrepobench_dataset.repo_record import RepoRecord, environment_key
 
 from .bytecode import compile_environment, is_compiled
+from execrepobench_metric.defaults import TOOL_TIMEOUT_S
 from .layout import env_dir, envs_dir
 from .sources import fetch_pinned
 
@@ -77,7 +78,7 @@ def interpreter_for(python: str) -> str:
     return sys.executable if python == f"{sys.version_info.major}.{sys.version_info.minor}" else python
 
 
-def run_uv(*args: str, repo: str, timeout: float = 900) -> str:
+def run_uv(*args: str, repo: str, timeout: float = TOOL_TIMEOUT_S) -> str:
     """`uv ARGS` (the uv of the `uv` package) -> stdout; EnvError naming the repository on failure."""
     from uv import find_uv_bin
 

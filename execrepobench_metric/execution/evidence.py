@@ -16,7 +16,8 @@ import uuid
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from .layout import cache_root
+from execrepobench_metric.environments.layout import cache_root
+
 from .process import ProcessResult
 
 FILE_CAP = 8 << 20  # a run file larger than this is not copied (its size is recorded instead)

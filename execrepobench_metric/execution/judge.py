@@ -1,4 +1,6 @@
-"""One completion of one sample -> a verdict.  The only place where a pass is decided.
+"""One completion of one sample -> a verdict, in three steps: `plan_run` (compile, find the environment,
+make the invocation), the sandboxed pytest run, and `decide` - the only place where a pass is decided, a
+pure function of what the plan found and the run left (tests/test_decide.py covers every branch).
 
 A completion passes only if: the completed file compiles; the sandboxed pytest run, under the
 in-process guard (`guard.py`, `pytest_plugin/_execrepobench_guard*.py`), streamed an intact evidence
@@ -26,15 +28,15 @@ from functools import lru_cache
 from pathlib import Path
 
 from execrepobench_dataset.record import Sample
+from execrepobench_metric.environments.venvs import find_environment
 
 from .budget import PHASE_MARK, Budget, out_of_budget, run_limits
-from .environments import find_environment
 from .guard import GUARD_MODES, GuardSetup
 from .guard_verdict import guarded_run
-from .isolation import Isolation
 from .junit import ERROR, FAILED, PASSED, SKIPPED
 from .limits import Limits
 from .pytest_run import PytestInvocation, PytestRun, run_pytest, collected_files
+from .sandbox import Isolation
 from .suspicious import suspicious
 
 # Reasons, most specific first.  "error" is the harness's fault (missing environment, sandbox
@@ -74,7 +76,7 @@ class Verdict:
 
 @dataclass(frozen=True)
 class JudgeConfig:
-    isolation: Isolation = Isolation.BWRAP  # decided by isolation.decide_isolation
+    isolation: Isolation = Isolation.BWRAP  # decided by sandbox.decide_isolation
     timeout_s: float | None = None  # None: each sample's time budget (budget.py); a number: wall seconds
     selection: str = "judged"  # "judged": the sample's judged tests (suite if it has none); "suite"
     limits: Limits = Limits()
@@ -118,6 +120,40 @@ def known_verdict(sample: Sample, completed: str, config: JudgeConfig) -> str | 
             "truth), which passed these judged tests in every verification run")
 
 
+@dataclass(frozen=True)
+class RunPlan:
+    """What one judgement runs (`plan_run`): the completed file and what was found before anything ran -
+    a syntax error, no environment, a known verdict - or the pytest run to make (`invocation` set)."""
+
+    completed: str  # the masked file with the completion in place
+    syntax_error: str | None = None  # compile()'s message: the completed file does not compile
+    environment_found: bool = True
+    known: str | None = None  # the known verdict's detail (`known_verdict`): nothing is run
+    invocation: PytestInvocation | None = None  # None: nothing to run
+    limits: Limits = Limits()  # the run's resource limits (its CPU budget, when one applies)
+    readonly: tuple[str, ...] = ()  # repo-relative paths kept read-only in the run's view
+    guard: GuardSetup | None = None  # None: no guard (guard="off")
+    budget: Budget | None = None  # the CPU budgets in force (None: a wall-clock timeout)
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """What a verdict is decided from: the plan and the pytest run it led to (None: nothing ran)."""
+
+    plan: RunPlan
+    run: PytestRun | None = None
+    duration_s: float = 0.0  # the judgement's wall seconds so far
+
+    @property
+    def budget_spent(self) -> bool:
+        """The run was stopped because it used up its CPU budget (then its guard stream is not read)."""
+        return self.run is not None and out_of_budget(self.run.exit_code, self.plan.budget is not None)
+
+    def read(self) -> PytestRun | None:
+        """The run as the verdict reads it: through the guard's evidence stream, unless its budget stopped it."""
+        return self.run if self.run is None or self.budget_spent else guarded_run(self.run)[0]
+
+
 def judge(sample: Sample, completion: str, config: JudgeConfig, evidence: Path | None = None,
           budget: Budget | None = None) -> Verdict:
     return judge_run(sample, completion, config, evidence, budget=budget)[0]
@@ -128,29 +164,34 @@ def judge_run(sample: Sample, completion: str, config: JudgeConfig, evidence: Pa
     """The verdict, and the pytest run it was read from (None when nothing ran: a syntax error, a
     missing environment, a known verdict).  `also_masked`: more files the guard watches as the judged
     code (verification's ground-truth runs shared by the candidates of several files).  `budget`: the
-    run's CPU budgets (`budget.py`; None: the default timeout, unless `config.timeout_s` is set)."""
+    run's CPU budgets (`budget.py`; None: the default timeout, unless `config.timeout_s` is set).
+    Three steps: plan the run, run it in the sandbox, `decide` (pure) from what it left."""
     start = time.monotonic()
+    plan = plan_run(sample, completion, config, also_masked=also_masked, budget=budget)
+    run = None if plan.invocation is None else run_pytest(
+        plan.invocation, isolation=config.isolation, replacement=(sample.file_name, plan.completed),
+        readonly=plan.readonly, limits=plan.limits, evidence=evidence, guard=plan.guard)
+    result = RunResult(plan, run, time.monotonic() - start)
+    return decide(result, sample, config), result.read()
+
+
+def plan_run(sample: Sample, completion: str, config: JudgeConfig, *, also_masked: tuple[str, ...] = (),
+             budget: Budget | None = None) -> RunPlan:
+    """Compile the completed file, find the environment, check for a known verdict, and make the pytest
+    invocation with its limits, read-only paths and guard.  Runs nothing but `compile`."""
     completed = sample.prefix_code + completion + sample.suffix_code
-    guard_events: tuple[str, ...] = ()  # set once the guarded run is read (late-bound in mk)
-    run: PytestRun | None = None
-    mk = lambda passed, reason, **kw: (Verdict(sample.sample_id, passed, reason,  # noqa: E731
-                                               duration_s=time.monotonic() - start, sandbox=str(config.isolation),
-                                               guard_events=guard_events, suspicious=suspicious(
-                                                   sample.original_code, completed, sample.file_name,
-                                                   guard_events if config.guard == "enforce" else ()), **kw), run)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             compile(completed, sample.file_name, "exec", dont_inherit=True)
     except (SyntaxError, ValueError) as exc:
-        return mk(False, "syntax_error", detail=str(exc)[:300])
+        return RunPlan(completed, syntax_error=str(exc)[:300])
     env = find_environment(sample.env_key)
     if env is None:
-        return mk(False, "error", detail=f"environment {sample.env_key} of {sample.repo_name} not found in this cache: "
-                                         "make it with `execrepobench prepare --dataset DATASET`")
+        return RunPlan(completed, environment_found=False)
     known = known_verdict(sample, completed, config)
     if known is not None:
-        return mk(True, "passed", detail=known)
+        return RunPlan(completed, known=known)
     python, root = env.python, env.root
     select = judged_tests(sample, config.selection)
     budget = budget if config.timeout_s is None else None  # an explicit timeout replaces every budget
@@ -167,54 +208,80 @@ def judge_run(sample: Sample, completion: str, config: JudgeConfig, evidence: Pa
                      if p != sample.file_name)
     guard = None if config.guard == "off" else GuardSetup(config.guard, sample.file_name, sample.guard_allowed,
                                                           also_masked)
-    run = run_pytest(inv, isolation=config.isolation, replacement=(sample.file_name, completed), readonly=readonly,
-                     limits=limits, evidence=evidence, guard=guard)
-    if out_of_budget(run.exit_code, budget is not None):  # CPU budget spent
-        tail = run.process.stderr_tail[-config.stderr_cap:]
-        return mk(False, "timeout", stderr_tail=tail,
-                  detail=f"used up its time budget of {limits.cpu_seconds} CPU seconds ({_origin(budget)})")
-    run, decided = guarded_run(run)
+    return RunPlan(completed, invocation=inv, limits=limits, readonly=readonly, guard=guard, budget=budget)
+
+
+def decide(result: RunResult, sample: Sample, config: JudgeConfig) -> Verdict:
+    """The verdict: pure (a frozen value in, a verdict out; nothing runs or is read).  The chain, most
+    specific first: what the plan found (syntax error, no environment, known verdict); a spent CPU budget;
+    what the guard's stream alone decides; a timeout; an unfinished session; a spent phase budget;
+    collection errors; failing, missing, inconsistently reported or skipped judged tests; the exit code."""
+    plan, budget = result.plan, result.plan.budget
+    events: tuple[str, ...] = ()  # what the guard saw, once its stream is read
+
+    def verdict(passed: bool, reason: str, **kw) -> Verdict:
+        return Verdict(sample.sample_id, passed, reason, duration_s=result.duration_s, sandbox=str(config.isolation),
+                       guard_events=events, suspicious=suspicious(sample.original_code, plan.completed,
+                                                                  sample.file_name,
+                                                                  events if config.guard == "enforce" else ()), **kw)
+
+    if plan.syntax_error is not None:
+        return verdict(False, "syntax_error", detail=plan.syntax_error)
+    if not plan.environment_found:
+        return verdict(False, "error", detail=f"environment {sample.env_key} of {sample.repo_name} not found in this "
+                                              "cache: make it with `execrepobench prepare --dataset DATASET`")
+    if plan.known is not None:
+        return verdict(True, "passed", detail=plan.known)
+    if result.run is None:
+        raise ValueError(f"sample {sample.sample_id}: a run was planned, but no run result was given")
+    if result.budget_spent:  # CPU budget spent
+        tail = result.run.process.stderr_tail[-config.stderr_cap:]
+        return verdict(False, "timeout", stderr_tail=tail,
+                       detail=f"used up its time budget of {plan.limits.cpu_seconds} CPU seconds ({_origin(budget)})")
+    run, decided = guarded_run(result.run)
     tail = run.process.stderr_tail[-config.stderr_cap:]
     if run.guard is not None:
-        guard_events = run.guard.events if config.guard == "record" else run.guard.tampering
+        events = run.guard.events if config.guard == "record" else run.guard.tampering
     ended_early = (decided is not None and decided[0] == "crashed") or (decided is None and not run.finished)
     if ended_early and PHASE_MARK in run.process.stderr_tail:  # the phase budget ran out in a conftest's import
-        return mk(False, "timeout", stderr_tail=tail, detail=f"pytest did not finish its session: "
-                  f"{PHASE_MARK} (collection's budget, {budget.collect_s if budget else 0:g} CPU seconds)")
+        return verdict(False, "timeout", stderr_tail=tail, detail=f"pytest did not finish its session: "
+                       f"{PHASE_MARK} (collection's budget, {budget.collect_s if budget else 0:g} CPU seconds)")
     if decided is not None:
-        return mk(False, decided[0], stderr_tail=tail, detail=decided[1])
+        return verdict(False, decided[0], stderr_tail=tail, detail=decided[1])
     if run.process.timed_out:
-        return mk(False, "timeout", stderr_tail=tail, detail=run.error or "")
+        return verdict(False, "timeout", stderr_tail=tail, detail=run.error or "")
     if not run.finished:
-        return mk(False, "crashed", stderr_tail=tail,
-                  detail=f"pytest did not finish its session (exit code {run.exit_code})")
+        return verdict(False, "crashed", stderr_tail=tail,
+                       detail=f"pytest did not finish its session (exit code {run.exit_code})")
     broken = tuple(name for name, status in run.unmatched.items() if status in (FAILED, ERROR))
     spent = next((t for t, said in run.messages.items() if PHASE_MARK in said), None)
     if spent is not None:  # collection or a test used up the phase budget (our plugin stopped it)
-        return mk(False, "timeout", failing_tests=(spent,), stderr_tail=tail, detail=f"{spent}: {run.messages[spent]}")
+        return verdict(False, "timeout", failing_tests=(spent,), stderr_tail=tail,
+                       detail=f"{spent}: {run.messages[spent]}")
     if broken:  # a test module that no longer imports: its tests were never collected
-        return mk(False, "failed", failing_tests=broken, stderr_tail=tail,
-                  detail="collection errors" + _said(run.messages, broken))
+        return verdict(False, "failed", failing_tests=broken, stderr_tail=tail,
+                       detail="collection errors" + _said(run.messages, broken))
+    select = judged_tests(sample, config.selection)
     expected = select or tuple(t for t in run.collected if t not in set(sample.excluded_tests))
     missing = [t for t in expected if run.outcomes.get(t) is None]
     failing = tuple(t for t in expected if run.outcomes.get(t) not in (PASSED, SKIPPED, None))
     if failing:  # with fail_fast, the first failure ended the run: the tests after it never ran
         stopped = "stopped at the first failing test" if config.fail_fast and missing else ""
-        return mk(False, "failed", failing_tests=failing, stderr_tail=tail,
-                  detail=(stopped + _said(run.messages, failing)).lstrip("; "))
+        return verdict(False, "failed", failing_tests=failing, stderr_tail=tail,
+                       detail=(stopped + _said(run.messages, failing)).lstrip("; "))
     if missing or not expected:
-        return mk(False, "missing_tests", failing_tests=tuple(missing), stderr_tail=tail,
-                  detail=f"{len(missing)} judged test(s) not reported" if expected else "no test ran")
+        return verdict(False, "missing_tests", failing_tests=tuple(missing), stderr_tail=tail,
+                       detail=f"{len(missing)} judged test(s) not reported" if expected else "no test ran")
     disagree = [t for t in expected if run.plugin_outcomes.get(t) != run.outcomes.get(t)]
     if disagree:
-        return mk(False, "inconsistent_report", failing_tests=tuple(disagree), stderr_tail=tail,
-                  detail="pytest's junit report disagrees with the run's record")
+        return verdict(False, "inconsistent_report", failing_tests=tuple(disagree), stderr_tail=tail,
+                       detail="pytest's junit report disagrees with the run's record")
     if select and any(run.outcomes.get(t) != PASSED for t in select):
-        return mk(False, "failed", failing_tests=tuple(t for t in select if run.outcomes.get(t) != PASSED),
-                  stderr_tail=tail, detail="a judged test was skipped")
+        return verdict(False, "failed", failing_tests=tuple(t for t in select if run.outcomes.get(t) != PASSED),
+                       stderr_tail=tail, detail="a judged test was skipped")
     if run.exit_code not in (0,):
-        return mk(False, "crashed", stderr_tail=tail, detail=f"pytest exit code {run.exit_code}")
-    return mk(True, "passed")
+        return verdict(False, "crashed", stderr_tail=tail, detail=f"pytest exit code {run.exit_code}")
+    return verdict(True, "passed")
 
 
 def _origin(budget: Budget) -> str:

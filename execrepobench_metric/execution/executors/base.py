@@ -1,26 +1,16 @@
-"""Executors: where sandboxed work runs.  The engine (and the builder's verification) groups work by
-repository into `Batch`es and hands them to an executor, which streams back one `Done` per item as
-it lands.
-
-- `local` (default): a thread pool on this machine (`local.LocalExecutor`); environments must already
-  be in this cache (the caller prepares them, as today).
-- `ray`: Ray tasks across a cluster (`ray.RayExecutor`, imported only when asked for; needs the
-  optional extra `pip install execrepobench[ray]`).  Each task takes one batch of one repository;
-  the node first makes the repository's environment from its record (the code path of `execrepobench
-  prepare`, once per node, in that node's own cache), then runs the items.
-
-An item a node could not run (its environment could not be made, the node was lost for good) comes
-back as a `Done` with `error` set: the caller turns it into a harness error, never a model failure.
+"""What every executor shares: its config (`ExecutorConfig`), the work it is handed (`Batch`), what it
+streams back (`Done`), what ran where (`Tally`), the `Executor` interface, and `split` (items cut into
+batches).  The executors themselves: `local.py`, `ray.py`; `registry.py` opens the one a config names.
 """
 from __future__ import annotations
 
-import importlib.util
 import math
 from abc import ABC, abstractmethod
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Sequence
 
+from execrepobench_dataset.errors import ExecRepoBenchError
 from execrepobench_dataset.record import Sample
 from execrepobench_dataset.repo_record import RepoRecord
 
@@ -30,7 +20,7 @@ EXECUTORS = ("local", "ray")
 RAY_EXTRA_HINT = "pip install 'execrepobench[ray]'"
 
 
-class ExecutorUnavailable(RuntimeError):
+class ExecutorUnavailable(ExecRepoBenchError, RuntimeError):
     """The executor asked for cannot run here (e.g. `ray` without the optional extra)."""
 
 
@@ -114,24 +104,6 @@ class Executor(ABC):
 
     def __exit__(self, *exc) -> None:
         self.close()
-
-
-def require_executor(config: ExecutorConfig) -> None:
-    """Raises `ExecutorUnavailable` when the executor cannot run here (checked before any work)."""
-    if config.name == "ray" and importlib.util.find_spec("ray") is None:
-        raise ExecutorUnavailable(f"executor 'ray' needs Ray, which is not installed here: {RAY_EXTRA_HINT}")
-
-
-def open_executor(config: ExecutorConfig, workers: int) -> Executor:
-    """The executor `config` names (connected, for Ray); `workers`: the local pool's size."""
-    require_executor(config)
-    if config.name == "ray":
-        from .ray import RayExecutor
-
-        return RayExecutor(config)
-    from .local import LocalExecutor
-
-    return LocalExecutor(workers)
 
 
 def split(items: Sequence[Any], max_size: int, min_parts: int = 1) -> list[tuple[Any, ...]]:

@@ -30,15 +30,14 @@ import ray
 from ray.exceptions import RayError
 
 from execrepobench_dataset.repo_record import RepoRecord
+from execrepobench_metric.environments.layout import cache_root
+from execrepobench_metric.environments.prepare import PrepareConfig, prepare_repository
+from execrepobench_metric.environments.sources import pack_path_snapshot, unpack_path_snapshot
+from execrepobench_metric.environments.venvs import find_environment
 
-from ..environments import find_environment
-from ..isolation import Isolation
 from ..judge import JudgeConfig
-from ..layout import cache_root
-from ..prepare import PrepareConfig, prepare_repository
-from ..sandbox import strong_available
-from ..sources import pack_path_snapshot, unpack_path_snapshot
-from . import Batch, Done, Executor, ExecutorConfig, ExecutorUnavailable
+from ..sandbox import Isolation, strong_available
+from .base import Batch, Done, Executor, ExecutorConfig, ExecutorUnavailable
 
 _READY: dict[tuple, str] = {}  # per worker process: (job, env key, gold ids, isolation) -> "" or why not
 

@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
+from execrepobench_metric.defaults import PROBE_TIMEOUT_S
+
 GUARD_MODES = ("enforce", "record", "off")
 BOOTSTRAP = "_execrepobench_guard"
 SETTINGS_VAR = "EXECREPOBENCH_GUARD"
@@ -146,7 +148,7 @@ def precompile(python: str, plugin_dir: Path) -> None:
 def _compile(python: str, plugin_dir: str, stamp: float) -> bool:
     try:
         return subprocess.run([python, "-m", "compileall", "-q", plugin_dir], capture_output=True,
-                              timeout=120).returncode == 0
+                              timeout=PROBE_TIMEOUT_S).returncode == 0
     except (OSError, subprocess.SubprocessError):
         return False  # only slower: the run compiles them itself
 
