@@ -6,7 +6,8 @@ from pathlib import Path
 import pytest
 
 from execrepobench.builder.instruct import instruct
-from execrepobench.builder.instruct.instruct import CONTEXT_FILE, CONTEXT_HEADER, PREFIX_SUFFIX, instruct_records, render_user
+from execrepobench.builder.instruct.instruct import (CONTEXT_FILE, CONTEXT_HEADER, PREFIX_SUFFIX, instruct_records,
+                                                     render_user)
 from execrepobench.builder.instruct.instruct_build import build_instruct
 from execrepobench.builder.sampling.masking import MaskConfig, candidate_files
 from execrepobench.builder.sampling.repo_files import read_pool
