@@ -26,6 +26,7 @@ from tqdm import tqdm
 from execrepobench_dataset.measurements import MEASUREMENTS_FILE, Measurements, read_measurements, write_measurements
 from execrepobench_dataset.record import Sample, read_jsonl, write_jsonl
 from execrepobench_dataset.repo_record import RepoRecord, read_repo_records, write_repo_records
+from execrepobench_dataset.schemes import BUILD_SCHEMES
 from execrepobench_dataset.stats import compute_statistics
 from execrepobench_dataset.version import __version__
 from execrepobench_metric.defaults import BASELINE_TIMEOUT_S, VERIFY_TIMEOUT_S
@@ -40,14 +41,12 @@ from .preparation.prepare import Prepared
 from .preparation.testlayout import modules_with_tests
 from .report import summarize, write_report
 from .sampling.candidates import make_samples
-from .sampling.context import CONTEXT_SCHEME
 from .sampling.masking import MaskConfig, Region, level_mask
 from .sampling.repo_files import context_pool, write_atomic
 from .sources.manifest import Manifest, RepoSpec, with_resolution_date
 from .sources.sources import FetchedSource
-from .verification.mix import MIX_NAME, level_quotas
+from .verification.mix import level_quotas
 from .verification.repo_verification import VerifySettings
-from .verification.verify import GUARD_RECORDING, VERIFY_SCHEME
 
 
 @dataclass(frozen=True)
@@ -86,10 +85,9 @@ def _inputs_hash(spec: RepoSpec, config: BuildConfig, mask: MaskConfig, isolatio
     mask_fields = {f.name: getattr(mask, f.name) for f in fields(mask)}
     data = {"spec": asdict(spec), "seed": config.manifest.seed, "mask": mask_fields, "isolation": str(isolation),
             "baseline_runs": config.baseline_runs, "builder": __version__,
-            "oversample": config.oversample, "gt_runs": config.gt_runs, "guard": GUARD_RECORDING, "verify": VERIFY_SCHEME,
-            "selection_floor": dict(config.selection_floor), "mix": MIX_NAME,
+            "oversample": config.oversample, "gt_runs": config.gt_runs, "selection_floor": dict(config.selection_floor),
             "mutants": [config.mutants, config.min_mutant_kill], "context_tests": config.context_tests,
-            "context": CONTEXT_SCHEME}
+            **BUILD_SCHEMES}
     if spec.name in config.regions or spec.name in config.sample_fields:  # only live builds: other hashes unchanged
         data.update(region=getattr(config.regions.get(spec.name), "digest", None),
                     sample_fields=dict(config.sample_fields.get(spec.name, {})))

@@ -24,9 +24,8 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator, Mapping
 
 from .record import RecordError, read_records
+from .schemes import KNOWN_MEASUREMENTS_SCHEMES
 
-MEASUREMENTS_SCHEME = "cpu-1"  # what the numbers mean (CPU seconds as our pytest plugin measures them)
-KNOWN_SCHEMES = (MEASUREMENTS_SCHEME,)
 MEASUREMENTS_FILE = "measurements.jsonl"
 
 
@@ -48,8 +47,8 @@ class Measurements:
 
     def __post_init__(self) -> None:
         where = f"measurements of {self.repo_name!r}"
-        if self.scheme not in KNOWN_SCHEMES:
-            raise RecordError(f"{where}: unknown scheme {self.scheme!r} (this version reads {', '.join(KNOWN_SCHEMES)}); "
+        if self.scheme not in KNOWN_MEASUREMENTS_SCHEMES:
+            raise RecordError(f"{where}: unknown scheme {self.scheme!r} (this version reads {', '.join(KNOWN_MEASUREMENTS_SCHEMES)}); "
                               "judge with an explicit timeout (timeout=... / --timeout) or rebuild")
         if not (isinstance(self.calibration_s, float) and self.calibration_s > 0):
             raise RecordError(f"{where}: calibration_s must be a positive number, got {self.calibration_s!r}")

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Iterator, Mapping
 
 from .record import ContextFile, RecordError, _feature_of, read_records
+from .schemes import ENV_KEY_SCHEMA
 
-ENV_KEY_SCHEMA = 1  # bump when the way an environment is made from a record changes
 ENV_KEY_CHARS = 24  # hex characters of the sha256 kept in a key (96 bits)
 _PYTHON_RE = re.compile(r"^\d+\.\d+$")
 _ENV_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")

@@ -12,7 +12,10 @@
 # The fast tier (no sdist downloads, < 2 min): .venv/bin/python -m pytest -m "not pypi and not slow"
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-export EXECREPOBENCH_REQUIRE_SANDBOX=1 EXECREPOBENCH_REQUIRE_RAY=1 EXECREPOBENCH_REQUIRE_BROWSER=1
+# PyPI (the `pypi` tests: fail here under EXECREPOBENCH_OFFLINE=1) and git are required the same way
+# (tests/conftest.py, REAL_THINGS).
+export EXECREPOBENCH_REQUIRE_SANDBOX=1 EXECREPOBENCH_REQUIRE_RAY=1 EXECREPOBENCH_REQUIRE_BROWSER=1 \
+  EXECREPOBENCH_REQUIRE_PYPI=1 EXECREPOBENCH_REQUIRE_GIT=1
 if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
   { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; } >/dev/null 2>&1 \
     || echo "warning: could not install chromium; the browser tests will fail" >&2

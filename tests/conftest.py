@@ -5,9 +5,6 @@ import pytest
 
 FIXTURES = Path(__file__).parent / "fixtures"
 collect_ignore = ["fixtures"]  # fixture repositories carry their own tests; they are data here
-REQUIRE_SANDBOX_VARS = ("CI", "EXECREPOBENCH_REQUIRE_SANDBOX")
-REQUIRE_RAY_VARS = ("CI", "EXECREPOBENCH_REQUIRE_RAY")
-REQUIRE_BROWSER_VARS = ("CI", "EXECREPOBENCH_REQUIRE_BROWSER")
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -68,55 +65,97 @@ def hf_hub_cache(tmp_path, offline_hf, monkeypatch) -> Path:
     return cache
 
 
-def sandbox_required() -> bool:
-    return any(os.environ.get(v, "") not in ("", "0", "false") for v in REQUIRE_SANDBOX_VARS)
+# --- the rule for real things: a test needing one names it by marker (or, at import, `require`); where it is
+# missing the test is skipped on a developer machine and FAILS where it is required (CI=1, or the variable
+# scripts/test.sh sets): a green run must have used it.  No test module skips on its own (tests/test_suite_rules.py).
 
-
-def ray_required() -> bool:
-    return any(os.environ.get(v, "") not in ("", "0", "false") for v in REQUIRE_RAY_VARS)
-
-
-def pytest_configure(config):
-    config.addinivalue_line("markers", "sandbox: needs the bubblewrap sandbox (fails in CI when it is missing)")
-    config.addinivalue_line("markers", "slow: end-to-end: builds fixture repositories or runs many sandboxed suites "
-                                       "(integration tier; the fast tier is -m 'not pypi and not slow')")
-    config.addinivalue_line("markers", "ray: starts a local Ray cluster (fails in CI when Ray is missing)")
-    config.addinivalue_line("markers", "browser: renders a page in headless Chromium (Debian's `chromium`; fails in "
-                                       "CI when it is missing)")
-
-
-def pytest_runtest_setup(item):
-    """`sandbox` tests: skipped without bubblewrap on a developer machine, FAILED in CI (CI=1 or
-    EXECREPOBENCH_REQUIRE_SANDBOX=1, which scripts/test.sh sets): a green run must have judged.
-    `ray` tests: the same without Ray (the `ray` extra; EXECREPOBENCH_REQUIRE_RAY=1 in scripts/test.sh).
-    `browser` tests: the same without Debian's chromium (EXECREPOBENCH_REQUIRE_BROWSER=1 in scripts/test.sh)."""
-    if item.get_closest_marker("ray") is not None:
-        import importlib.util
-
-        if importlib.util.find_spec("ray") is None:
-            if ray_required():
-                pytest.fail(f"Ray required here ({'/'.join(REQUIRE_RAY_VARS)} set) but not installed: "
-                            "pip install -e '.[test,ray]'", pytrace=False)
-            pytest.skip("Ray is not installed (pip install -e '.[test,ray]')")
-    if item.get_closest_marker("browser") is not None:
-        import shutil
-
-        if not (shutil.which("chromium") or shutil.which("chromium-browser")):
-            if any(os.environ.get(v, "") not in ("", "0", "false") for v in REQUIRE_BROWSER_VARS):
-                pytest.fail(f"Chromium required here ({'/'.join(REQUIRE_BROWSER_VARS)} set) but not installed: "
-                            "apt-get install chromium", pytrace=False)
-            pytest.skip("Chromium is not installed (apt-get install chromium)")
-    if item.get_closest_marker("sandbox") is None:
-        return
+def _no_sandbox() -> str | None:
     from execrepobench_metric.execution.sandbox import strong_available
 
     reason = strong_available()
+    return f"no bwrap sandbox: {reason}" if reason else None
+
+
+def _no_modules(*names: str, hint: str):
+    def missing() -> str | None:
+        import importlib
+
+        for name in names:
+            try:
+                importlib.import_module(name)
+            except ImportError as exc:
+                return f"{name} does not import ({exc}): {hint}"
+        return None
+    return missing
+
+
+def _no_program(*names: str, hint: str):
+    import shutil
+
+    return lambda: None if any(shutil.which(n) for n in names) else f"{' / '.join(names)} not installed: {hint}"
+
+
+def _no_cgroup() -> str | None:
+    from execrepobench_metric.execution.limits import PidsCgroup
+
+    group = PidsCgroup.create(16)
+    if group is None:
+        return "no writable pids cgroup on this machine"
+    group.kill_and_remove()
+    return None
+
+
+def _offline() -> str | None:
+    return "EXECREPOBENCH_OFFLINE=1: nothing is downloaded" if os.environ.get("EXECREPOBENCH_OFFLINE") == "1" else None
+
+
+# marker -> (its description, the variables that make it required, why it is missing here or None)
+REAL_THINGS = {
+    "sandbox": ("needs the bubblewrap sandbox", ("CI", "EXECREPOBENCH_REQUIRE_SANDBOX"), _no_sandbox),
+    "ray": ("starts a local Ray cluster", ("CI", "EXECREPOBENCH_REQUIRE_RAY"),
+            _no_modules("ray", hint="pip install -e '.[test,ray]'")),
+    "browser": ("renders a page in headless Chromium (Debian's `chromium`)", ("CI", "EXECREPOBENCH_REQUIRE_BROWSER"),
+                _no_program("chromium", "chromium-browser", hint="apt-get install chromium")),
+    "pypi": ("downloads a real PyPI sdist and builds a real uv environment", ("CI", "EXECREPOBENCH_REQUIRE_PYPI"),
+             _offline),
+    "git": ("runs git", ("CI", "EXECREPOBENCH_REQUIRE_GIT"), _no_program("git", hint="apt-get install git")),
+    # not required by CI=1: a CI container may have no cgroup delegation; this machine has (set the variable)
+    "cgroup": ("creates a pids cgroup", ("EXECREPOBENCH_REQUIRE_CGROUP",), _no_cgroup),
+    # the model environment (.venv-models): part 2 of scripts/test.sh sets the variable
+    "models": ("runs the model backends (torch, transformers, vLLM)", ("EXECREPOBENCH_REQUIRE_MODELS",),
+               _no_modules("torch", "transformers", "vllm", hint="bash scripts/setup-model-env.sh, then "
+                           "`.venv-models/bin/python -m pytest tests/test_model_backends.py`")),
+}
+
+
+def required(marker: str) -> bool:
+    return any(os.environ.get(v, "") not in ("", "0", "false") for v in REAL_THINGS[marker][1])
+
+
+def require(marker: str, at_import: bool = False) -> None:
+    """Skip, or fail where it is required, when the real thing `marker` names is missing here."""
+    description, variables, missing = REAL_THINGS[marker]
+    reason = missing()
     if reason is None:
         return
-    if sandbox_required():
-        pytest.fail(f"bubblewrap sandbox required here ({'/'.join(REQUIRE_SANDBOX_VARS)} set) but unavailable: "
-                    f"{reason}", pytrace=False)
-    pytest.skip(f"no bwrap sandbox: {reason}")
+    if required(marker):
+        pytest.fail(f"{marker} required here ({'/'.join(variables)} set) but unavailable: {reason}", pytrace=False)
+    pytest.skip(reason, allow_module_level=at_import)
+
+
+def pytest_configure(config):
+    for marker, (description, variables, _) in REAL_THINGS.items():
+        config.addinivalue_line("markers", f"{marker}: {description} (skipped where missing; fails where "
+                                           f"{'/'.join(variables)} is set)")
+    config.addinivalue_line("markers", "slow: end-to-end: builds fixture repositories or runs many sandboxed suites "
+                                       "(integration tier; the fast tier is -m 'not pypi and not slow')")
+
+
+def pytest_runtest_setup(item):
+    """Every real thing the test's markers name is checked (`require`), before its fixtures are set up."""
+    for marker in REAL_THINGS:
+        if item.get_closest_marker(marker) is not None:
+            require(marker)
 
 
 @pytest.fixture()
@@ -150,21 +189,35 @@ def built_minirepo(tmp_path_factory, private_cache):
             "test_command": first.test_command, "report": rep, "out": base / "out"}
 
 
-def make_sample(built, file_name, middle, judged=(), fill_type="grammar-based: statement", occurrence=0):
-    """A sample masking the `occurrence`-th `middle` in `file_name` of a built repository."""
+def make_sample(built: dict | None = None, file_name: str = "m.py", middle: str = "x", judged=(),
+                fill_type: str = "grammar-based: statement", occurrence: int = 0, *, text: str | None = None,
+                prefix_code: str = "", suffix_code: str = "\n", **fields):
+    """The one way tests make a `Sample`.  The masked file is `built`'s file `file_name` (a repository
+    made by the real builder: `built_minirepo`, `prepared_repo`) or `text`, and `middle` is its
+    `occurrence`-th occurrence there; without either the file is prefix_code + middle + suffix_code.
+    Every other field of the record is a keyword in `fields` and overrides the default: sample_id (the
+    content hash by default), repo_name ("minirepo" for a built repository, else "r"), repo_source and
+    env_key (the built repository's), test_command, node_type, context_code, ..."""
     from execrepobench_dataset.record import Sample, make_sample_id
 
-    text = (built["root"] / file_name).read_text(encoding="utf-8")
-    start = -1
-    for _ in range(occurrence + 1):
-        start = text.index(middle, start + 1)
-    prefix, suffix = text[:start], text[start + len(middle):]
-    return Sample(sample_id=make_sample_id(built["pinned"], file_name, prefix, middle, suffix, fill_type),
-                  repo_name="minirepo", repo_source=built["pinned"], file_name=file_name, prefix_code=prefix,
-                  middle_code=middle, suffix_code=suffix, context_code=(), fill_type=fill_type,
-                  node_type="return_statement", middle_start_byte=len(prefix.encode()),
-                  middle_end_byte=len((prefix + middle).encode()), env_key=built["env_key"], seed=0,
-                  builder_version="test", test_command=tuple(built["test_command"]), judged_tests=tuple(judged))
+    if built is not None or text is not None:
+        text = (built["root"] / file_name).read_text(encoding="utf-8") if text is None else text
+        start = -1
+        for _ in range(occurrence + 1):
+            start = text.index(middle, start + 1)
+        prefix_code, suffix_code = text[:start], text[start + len(middle):]
+    record = {"repo_name": "r", "repo_source": "pypi:r==1", "env_key": "k", "context_code": (),
+              "node_type": "return_statement", "seed": 0, "builder_version": "test", "test_command": ()}
+    if built is not None:
+        record.update(repo_name="minirepo", repo_source=built["pinned"], env_key=built["env_key"],
+                      test_command=tuple(built["test_command"]))
+    record.update(file_name=file_name, prefix_code=prefix_code, middle_code=middle, suffix_code=suffix_code,
+                  fill_type=fill_type, judged_tests=tuple(judged), middle_start_byte=len(prefix_code.encode()),
+                  middle_end_byte=len((prefix_code + middle).encode()))
+    record.update(fields)
+    record.setdefault("sample_id", make_sample_id(record["repo_source"], file_name, prefix_code, middle, suffix_code,
+                                                  fill_type))
+    return Sample(**record)
 
 
 def prepared_local_repo(base: Path, repo: Path) -> dict:

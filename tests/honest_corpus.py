@@ -16,7 +16,7 @@ import subprocess
 import textwrap
 from pathlib import Path
 
-from execrepobench_dataset.record import Sample, make_sample_id
+from execrepobench_dataset.record import FILL_BLOCK, FILL_STATEMENT, Sample
 from execrepobench_metric.execution.fills import null_fill
 
 from workload import reformatted  # benchmarks/ (setup.cfg: pytest's pythonpath)
@@ -284,17 +284,9 @@ pytest_args = ["--doctest-modules"]
 '''
 
 
-def sample_of(built: dict, name: str, file: str, middle: str, judged: tuple[str, ...]) -> Sample:
-    text = (built["root"] / file).read_text(encoding="utf-8")
-    start = text.index(middle)
-    prefix, suffix = text[:start], text[start + len(middle):]
-    fill = "grammar-based: block" if "\n" in middle else "grammar-based: statement"
-    return Sample(sample_id=make_sample_id(built["pinned"], file, prefix, middle, suffix, fill), repo_name=name,
-                  repo_source=built["pinned"], file_name=file, prefix_code=prefix, middle_code=middle,
-                  suffix_code=suffix, context_code=(), fill_type=fill, node_type="statement",
-                  middle_start_byte=len(prefix.encode()), middle_end_byte=len((prefix + middle).encode()),
-                  env_key=built["env_key"], seed=0, builder_version="test", test_command=built["test_command"],
-                  judged_tests=judged)
+def fill_of(middle: str) -> str:
+    """The fill type of a masked statement (several lines: a block)."""
+    return FILL_BLOCK if "\n" in middle else FILL_STATEMENT
 
 
 def collected_ids(built: dict) -> list[str]:

@@ -8,13 +8,11 @@ from execrepobench.builder.verification.mutants import mutants
 from execrepobench.builder.verification.verify import verify_samples
 from execrepobench_metric.execution.judge import JudgeConfig
 
-from test_budget import _sample
-
 EDGES, INSIDE = "tests/test_mathx.py::test_clamp_edges", "tests/test_mathx.py::test_clamp_inside"
 
 
 def test_mutants_stay_in_the_middle_compile_and_differ():
-    s = _sample("def f(a, b):\n    ", "if a < b and a > 0:\n        return a + 1\n    return b", "\n")
+    s = make_sample(middle="if a < b and a > 0:\n        return a + 1\n    return b", prefix_code="def f(a, b):\n    ")
     found = mutants(s, limit=20)
     assert set(found) == {
         "if a <= b and a > 0:\n        return a + 1\n    return b",  # comparison swaps
@@ -30,7 +28,7 @@ def test_mutants_stay_in_the_middle_compile_and_differ():
     for m in found:
         assert ast.dump(ast.parse(s.prefix_code + m + s.suffix_code)) != original
     assert mutants(s) == mutants(s) and len(mutants(s)) == 3 and set(mutants(s)) <= set(found)  # the same 3
-    prefix_only = _sample("x = 1 + 2\ny = ", "'text'", "\n")  # nothing in the middle to mutate
+    prefix_only = make_sample(middle="'text'", prefix_code="x = 1 + 2\ny = ")  # nothing in the middle to mutate
     assert mutants(prefix_only) == []
 
 

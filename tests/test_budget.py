@@ -8,8 +8,10 @@ from execrepobench.builder.verification.ground_truth import GroundTruth, estimat
 from execrepobench.builder.verification.selection import covering_first
 import pytest
 
-from execrepobench_dataset.measurements import MEASUREMENTS_SCHEME, Measurements, SampleTiming
-from execrepobench_dataset.record import RecordError, Sample
+from conftest import make_sample
+from execrepobench_dataset.measurements import Measurements, SampleTiming
+from execrepobench_dataset.record import FILL_BLOCK, FILL_EXPRESSION, FILL_STATEMENT, RecordError, Sample
+from execrepobench_dataset.schemes import MEASUREMENTS_SCHEME
 from execrepobench_metric.execution import budget as budget_module
 from execrepobench_metric.environments.measured import describe
 from execrepobench_metric.execution.budget import (BUDGET_FACTOR, BUDGET_FLOOR_S, DEFAULT_TIMEOUT_S, PHASE_FACTOR,
@@ -59,29 +61,25 @@ def test_estimates_from_a_superset_run_and_the_baseline():
     assert base.estimate_s(["t1", "unknown"]) == 1.25
 
 
-def _sample(prefix, middle, suffix, fill="grammar-based: expression"):
-    return Sample(sample_id="s", repo_name="r", repo_source="pypi:r==1", file_name="m.py", prefix_code=prefix,
-                  middle_code=middle, suffix_code=suffix, context_code=(), fill_type=fill, node_type="x",
-                  middle_start_byte=len(prefix), middle_end_byte=len(prefix) + len(middle), env_key="k", seed=0,
-                  builder_version="t", judged_tests=("t.py::t",))
+ONE_TEST = {"judged": ("t.py::t",), "fill_type": FILL_EXPRESSION}  # the samples below, unless they say otherwise
 
 
 def test_reformatted_keeps_the_ast_and_changes_the_text():
-    s = _sample("def f(a, b):\n    return ", "max(a,b) + 1", "\n")
+    s = make_sample(middle="max(a,b) + 1", prefix_code="def f(a, b):\n    return ", **ONE_TEST)
     new = reformatted(s)
     assert new is not None and new != s.middle_code
     assert ast.dump(ast.parse(s.prefix_code + new + s.suffix_code)) == ast.dump(ast.parse(s.original_code))
-    block = _sample("def f(a):\n    ", "x = a\n    return x", "\n", fill="grammar-based: block")
+    block = make_sample(middle="x = a\n    return x", judged=("t.py::t",), fill_type=FILL_BLOCK, prefix_code="def f(a):\n    ")
     new = reformatted(block)
     assert new is not None and ast.dump(ast.parse(block.prefix_code + new + "\n")) == ast.dump(ast.parse(block.original_code))
 
 
 def test_never_terminating_compiles_and_loops():
-    s = _sample("def f(a, b):\n    return ", "max(a, b)", "\n")
+    s = make_sample(middle="max(a, b)", prefix_code="def f(a, b):\n    return ", **ONE_TEST)
     hang = never_terminating(s)
     assert hang is not None and HANG_EXPR in hang
     compile(s.prefix_code + hang + s.suffix_code, "m.py", "exec")
-    stmt = _sample("def f(a):\n    ", "return a", "\n", fill="grammar-based: statement")
+    stmt = make_sample(middle="return a", judged=("t.py::t",), fill_type=FILL_STATEMENT, prefix_code="def f(a):\n    ")
     assert never_terminating(stmt).startswith(HANG_EXPR + "\n    return a")  # the hang, then the original
     kinds = [k for k, _ in workload(s)]
     assert kinds[0] == "ground_truth" and set(kinds) <= set(KINDS) and "never_terminates" in kinds
@@ -99,7 +97,7 @@ def _measurements(calibration=0.05, **samples):
 
 
 def test_ground_truth_measurements_are_cpu_seconds_of_its_own_tests_the_most_over_its_runs():
-    s = replace(_sample("x = ", "1", "\n"), judged_tests=("t.py::a", "t.py::b"))
+    s = make_sample(middle="1", judged=("t.py::a", "t.py::b"), fill_type=FILL_EXPRESSION, prefix_code="x = ")
     runs = [_cpu_run(4.0, 1.0, {"t.py::a": 0.2, "t.py::b": 1.0, "t.py::other": 2.0}),
             _cpu_run(3.5, 1.2, {"t.py::a": 0.3, "t.py::b": 0.5})]
     timing, tests = measured(s, runs)
@@ -138,7 +136,7 @@ def test_the_machine_scale_is_never_below_one_and_rounded_up(monkeypatch):
 
 def test_budgets_for_samples_and_what_the_output_says(monkeypatch):
     monkeypatch.setattr(budget_module, "calibration_s", lambda: 0.05)
-    a = replace(_sample("x = ", "1", "\n"), sample_id="s1", judged_tests=("t.py::a",))
+    a = make_sample(middle="1", judged=("t.py::a",), fill_type=FILL_EXPRESSION, prefix_code="x = ", sample_id="s1")
     b = replace(a, sample_id="s2")
     budgets = budgets_for([a, b], {"k": _measurements(s1=(1.0, 2.0))})
     assert set(budgets) == {"s1"}
@@ -159,7 +157,7 @@ def test_measurements_records_round_trip_and_refuse_what_they_cannot_read():
 
 
 def test_old_records_budget_fields_are_measurements_and_dropped():
-    s = _sample("x = ", "1", "\n")
+    s = make_sample(middle="1", prefix_code="x = ", **ONE_TEST)
     back = Sample.from_dict({**s.to_dict(), "time_budget_s": 12.0, "phase_budget_s": 5})
     assert back == s and "time_budget_s" not in back.to_dict()
 

@@ -1,16 +1,17 @@
 """Context stored once per repository: samples by reference, the `repositories` config with the files, the one
 helper that reads either form, and prompts equal for both forms."""
+import dataclasses
 import hashlib
 import json
 
 import pytest
 
+from conftest import make_sample
 from execrepobench.runner.prompts import build_prompt_for_sample
 from execrepobench.runner.templates import SampleParts
 from execrepobench_dataset.context import (ContextResolver, ContextUnavailable, by_reference, materialise,
                                            ranked_context)
-from execrepobench_dataset.record import (FILL_BLOCK, FILL_EXPRESSION, ContextFile, RecordError, Sample,
-                                          make_sample_id, write_jsonl)
+from execrepobench_dataset.record import FILL_BLOCK, FILL_EXPRESSION, ContextFile, RecordError, Sample, write_jsonl
 from execrepobench_dataset.repo_record import RepoRecord, environment_key, write_repo_records
 from execrepobench_dataset.stats import pretokens, tokenizer_counter
 
@@ -25,23 +26,22 @@ RECORD = RepoRecord(repo_name="pkg", repo_source=SOURCE, python="3.11", env_key=
                         FILES.items())))
 
 
-def by_ref(file_name, middle, fill, ranked):
-    text = FILES[file_name]
-    start = text.index(middle)
-    prefix, suffix = text[:start], text[start + len(middle):]
-    return Sample(sample_id=make_sample_id(SOURCE, file_name, prefix, middle, suffix, fill), repo_name="pkg",
-                  repo_source=SOURCE, file_name=file_name, prefix_code=prefix, middle_code=middle, suffix_code=suffix,
-                  context_code=(), context_paths=tuple(p for p, _ in ranked),
-                  context_scores=tuple(s for _, s in ranked), fill_type=fill, node_type="x",
-                  middle_start_byte=len(prefix.encode()), middle_end_byte=len((prefix + middle).encode()),
-                  env_key=KEY, seed=0, builder_version="t", test_command=("python", "-m", "pytest"),
-                  judged_tests=("tests/test_core.py::test_run",))
+# every sample below is of this repository and judged by its one test
+PKG = {"repo_name": "pkg", "repo_source": SOURCE, "env_key": KEY, "node_type": "x", "builder_version": "t",
+       "test_command": ("python", "-m", "pytest"), "judged": ("tests/test_core.py::test_run",)}
 
 
-SAMPLES = [by_ref("pkg/core.py", "return helper(x) + 1", FILL_EXPRESSION,
-                  [("pkg/util.py", 1.5), ("pkg/__init__.py", 0.25), ("tests/test_core.py", 0.0)]),
-           by_ref("pkg/__init__.py", "from .core import run", FILL_BLOCK,
-                  [("pkg/core.py", 2.0), ("tests/test_core.py", 0.5), ("pkg/util.py", 0.0)])]
+def by_reference_to(*ranked):
+    """The context fields of a sample that names its context by path: (path, score) pairs, best first."""
+    return {"context_paths": tuple(p for p, _ in ranked), "context_scores": tuple(s for _, s in ranked)}
+
+
+SAMPLES = [make_sample(file_name="pkg/core.py", middle="return helper(x) + 1", fill_type=FILL_EXPRESSION,
+                       text=FILES["pkg/core.py"], **PKG,
+                       **by_reference_to(("pkg/util.py", 1.5), ("pkg/__init__.py", 0.25), ("tests/test_core.py", 0.0))),
+           make_sample(file_name="pkg/__init__.py", middle="from .core import run", fill_type=FILL_BLOCK,
+                       text=FILES["pkg/__init__.py"], **PKG,
+                       **by_reference_to(("pkg/core.py", 2.0), ("tests/test_core.py", 0.5), ("pkg/util.py", 0.0)))]
 
 
 def test_ranked_context_reads_either_form_the_same():
@@ -161,7 +161,7 @@ def test_materialised_publication_is_self_contained_and_larger(tmp_path, offline
 def test_publish_refuses_a_context_path_the_repository_lacks(tmp_path):
     from execrepobench_dataset.publish import PublishError, publish
 
-    bad = by_ref("pkg/core.py", "return helper(x) + 1", FILL_EXPRESSION, [("pkg/gone.py", 1.0)])
+    bad = dataclasses.replace(SAMPLES[0], **by_reference_to(("pkg/gone.py", 1.0)))
     with pytest.raises(PublishError, match="context path 'pkg/gone.py' is not among the files of repository 'pkg'"):
         publish(write_build(tmp_path / "build", [bad]), tmp_path / "ds")
 

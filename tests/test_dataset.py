@@ -7,10 +7,11 @@ from pathlib import Path
 
 import pytest
 
+from conftest import make_sample
 from execrepobench_dataset.instruct_record import (SYSTEM_PROMPT, InstructRecord, Message, instruct_features,
                                                    write_instruct_jsonl)
 from execrepobench_dataset.record import (FILL_BLOCK, FILL_EXPRESSION, FILL_SPAN, FILL_STATEMENT, FILL_TYPES,
-                                          ContextFile, Sample, features, make_sample_id, write_jsonl)
+                                          ContextFile, Sample, features, write_jsonl)
 from execrepobench_dataset.repo_record import RepoRecord, environment_key, repo_features, write_repo_records
 
 PINNED = {"alpha": "pypi:alpha==1.0#sha256=" + "a" * 64, "beta": "git:https://example.org/beta.git@" + "b" * 40}
@@ -25,31 +26,36 @@ RECORDS = [RepoRecord(repo_name=r, repo_source=PINNED[r], python="3.11", env_key
 pytestmark = pytest.mark.usefixtures("offline_hf")  # no network, HF caches under tmp_path
 
 
-def sample(repo, file_name, prefix, middle, suffix, fill, context=(), judged=(), command=("python", "-m", "pytest")):
-    return Sample(sample_id=make_sample_id(PINNED[repo], file_name, prefix, middle, suffix, fill), repo_name=repo,
-                  repo_source=PINNED[repo], file_name=file_name, prefix_code=prefix, middle_code=middle,
-                  suffix_code=suffix, context_code=tuple(ContextFile(p, c) for p, c in context), fill_type=fill,
-                  node_type="span" if fill == FILL_SPAN else "expression_statement",
-                  middle_start_byte=len(prefix.encode()), middle_end_byte=len(prefix.encode()) + len(middle.encode()),
-                  env_key=ENV_KEYS[repo], seed=7, builder_version="0.1.0", test_command=tuple(command),
-                  judged_tests=tuple(judged), excluded_tests=("tests/test_x.py::test_flaky",) if judged else (),
-                  selection_rule="coverage" if judged else "")
+def of(repo, *judged, node_type="expression_statement"):
+    """The fields of a sample of `repo` as the builder writes them (verified: with judged tests)."""
+    fields = {"repo_name": repo, "repo_source": PINNED[repo], "env_key": ENV_KEYS[repo], "seed": 7, "judged": judged,
+              "builder_version": "0.1.0", "test_command": ("python", "-m", "pytest"), "node_type": node_type}
+    if judged:
+        fields.update(excluded_tests=("tests/test_x.py::test_flaky",), selection_rule="coverage")
+    return fields
 
 
 SAMPLES = [
-    sample("alpha", "alpha/core.py", "def add(a, b):\n", "    return a + b\n", "\n\nX = 1\n", FILL_STATEMENT,
-           context=[("alpha/__init__.py", "from .core import add\n"), ("alpha/util.py", "def f():\n    pass\n")],
-           judged=["tests/test_core.py::test_add", "tests/test_core.py::test_add_neg"]),
+    make_sample(file_name="alpha/core.py", middle="    return a + b\n", fill_type=FILL_STATEMENT,
+                prefix_code="def add(a, b):\n", suffix_code="\n\nX = 1\n",
+                context_code=(ContextFile("alpha/__init__.py", "from .core import add\n"),
+                              ContextFile("alpha/util.py", "def f():\n    pass\n")),
+                **of("alpha", "tests/test_core.py::test_add", "tests/test_core.py::test_add_neg")),
     # empty context_code, judged_tests and test_command: empty list columns must not change the schema
-    sample("alpha", "alpha/util.py", "def f():\n    return ", "None", "\n", FILL_EXPRESSION, command=()),
+    make_sample(file_name="alpha/util.py", middle="None", fill_type=FILL_EXPRESSION,
+                prefix_code="def f():\n    return ", **{**of("alpha"), "test_command": ()}),
     # non-ASCII text: byte offsets differ from character offsets
-    sample("beta", "beta/grüße.py", "def grüß():\n    s = 'héllo ☃ 世界'\n", "    return s * 2\n", "# 终\n",
-           FILL_BLOCK, context=[("beta/ünï.py", "π = 3.14159  # ≈ π\n")], judged=["tests/test_ß.py::test_ü"]),
-    sample("beta", "beta/mod.py", "x = [1, 2", ", 3]", "\ny = 'ü'\n", FILL_SPAN,
-           context=[("beta/a.py", "a = 1\n"), ("beta/b.py", "b = 2\n"), ("beta/c.py", "c = 'ç' * 3\n")],
-           judged=["tests/test_mod.py::test_x"]),
-    sample("beta", "beta/mod.py", "x = [1, 2, 3]\ny = ", "'ü'", "\n", FILL_EXPRESSION,
-           judged=["tests/test_mod.py::test_y"]),
+    make_sample(file_name="beta/grüße.py", middle="    return s * 2\n", fill_type=FILL_BLOCK,
+                prefix_code="def grüß():\n    s = 'héllo ☃ 世界'\n", suffix_code="# 终\n",
+                context_code=(ContextFile("beta/ünï.py", "π = 3.14159  # ≈ π\n"),),
+                **of("beta", "tests/test_ß.py::test_ü")),
+    make_sample(file_name="beta/mod.py", middle=", 3]", fill_type=FILL_SPAN, prefix_code="x = [1, 2",
+                suffix_code="\ny = 'ü'\n", context_code=(ContextFile("beta/a.py", "a = 1\n"),
+                                                        ContextFile("beta/b.py", "b = 2\n"),
+                                                        ContextFile("beta/c.py", "c = 'ç' * 3\n")),
+                **of("beta", "tests/test_mod.py::test_x", node_type="span")),
+    make_sample(file_name="beta/mod.py", middle="'ü'", fill_type=FILL_EXPRESSION, prefix_code="x = [1, 2, 3]\ny = ",
+                **of("beta", "tests/test_mod.py::test_y")),
 ]
 
 
@@ -185,7 +191,8 @@ def test_parquet_is_written_the_way_datasets_pushes_it(tmp_path):
     from execrepobench_dataset.hub_parquet import shard_count
     from execrepobench_dataset.publish import publish
 
-    many = [sample("alpha", "alpha/many.py", f"x{i} = ", str(i), "\n", FILL_EXPRESSION) for i in range(205)]
+    many = [make_sample(file_name="alpha/many.py", middle=str(i), fill_type=FILL_EXPRESSION,
+                        prefix_code=f"x{i} = ", **of("alpha")) for i in range(205)]
     summary = publish(write_build(tmp_path / "OUT", samples=many), tmp_path / "ds")
     assert summary["configs"]["exec_repo_bench"]["files"] == ["test-00000-of-00001.parquet"]
     path = tmp_path / "ds/data/exec_repo_bench/test-00000-of-00001.parquet"

@@ -9,6 +9,7 @@ import sys
 
 import pytest
 
+from conftest import make_sample
 from execrepobench_dataset.record import FILL_STATEMENT
 from execrepobench_metric.execution import judge as judge_module
 from execrepobench_metric.execution.budget import PHASE_MARK, Budget
@@ -19,12 +20,12 @@ from execrepobench_metric.execution.junit import ERROR, FAILED, PASSED, SKIPPED
 from execrepobench_metric.execution.limits import Limits
 from execrepobench_metric.execution.process import ProcessResult
 from execrepobench_metric.execution.pytest_run import PytestRun
-from test_dataset import sample
+from test_dataset import of
 
 A, B = "tests/test_core.py::test_add", "tests/test_core.py::test_add_neg"
 EXCLUDED = "tests/test_x.py::test_flaky"
-SAMPLE = sample("alpha", "alpha/core.py", "def add(a, b):\n", "    return a + b\n", "\n\nX = 1\n", FILL_STATEMENT,
-                judged=[A, B])
+SAMPLE = make_sample(file_name="alpha/core.py", middle="    return a + b\n", fill_type=FILL_STATEMENT,
+                     prefix_code="def add(a, b):\n", suffix_code="\n\nX = 1\n", **of("alpha", A, B))
 WRONG = SAMPLE.prefix_code + "    return a - b\n" + SAMPLE.suffix_code
 PLAN = RunPlan(WRONG)
 BUDGETED = RunPlan(WRONG, limits=Limits(cpu_seconds=4), budget=Budget(run_s=3.5, collect_s=2.0))

@@ -16,9 +16,9 @@ from execrepobench.builder.verification.ground_truth import check_ground_truth
 from execrepobench.builder.verification.verify import verify_one
 from execrepobench_metric.execution.guard import GuardSetup, read_evidence, verify_lines
 from execrepobench_metric.execution.judge import JudgeConfig, judge
-from execrepobench_metric.execution.sandbox import Isolation, strong_available
+from execrepobench_metric.execution.sandbox import Isolation
 
-needs_bwrap = pytest.mark.skipif(strong_available() is not None, reason=f"no bwrap sandbox: {strong_available()}")
+needs_bwrap = pytest.mark.sandbox
 CLAMP_TESTS = ("tests/test_mathx.py::test_clamp_inside", "tests/test_mathx.py::test_clamp_edges")
 ON, OFF = JudgeConfig(timeout_s=60), JudgeConfig(timeout_s=60, guard="off")
 

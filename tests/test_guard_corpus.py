@@ -5,14 +5,11 @@ import subprocess
 import pytest
 
 import guard_attacks as corpus
-from conftest import prepared_repo
+from conftest import make_sample, prepared_repo
 from execrepobench.builder.verification.verify import verify_one
-from execrepobench_dataset.record import Sample, make_sample_id
 from execrepobench_metric.execution.judge import JudgeConfig, judge
-from execrepobench_metric.execution.sandbox import strong_available
 
-pytestmark = [pytest.mark.pypi,
-              pytest.mark.skipif(strong_available() is not None, reason=f"no bwrap sandbox: {strong_available()}")]
+pytestmark = [pytest.mark.pypi, pytest.mark.sandbox]
 # Without the guard every test runs (fail_fast off), as in the official procedure: stopping at the first
 # failure happens to end some attacks early, and that must not be what the corpus shows to catch them.
 ON, OFF = JudgeConfig(timeout_s=120), JudgeConfig(timeout_s=120, guard="off", fail_fast=False)
@@ -35,19 +32,6 @@ TARGETS = {
 REAL = [a for a in corpus.ATTACKS if a.target in TARGETS]
 
 
-def _sample(built: dict, file: str, middle: str, judged: tuple[str, ...]) -> Sample:
-    text = (built["root"] / file).read_text(encoding="utf-8")
-    start = text.index(middle)
-    prefix, suffix = text[:start], text[start + len(middle):]
-    fill = "grammar-based: statement"
-    return Sample(sample_id=make_sample_id(built["pinned"], file, prefix, middle, suffix, fill), repo_name="isodate",
-                  repo_source=built["pinned"], file_name=file, prefix_code=prefix, middle_code=middle,
-                  suffix_code=suffix, context_code=(), fill_type=fill, node_type="statement",
-                  middle_start_byte=len(prefix.encode()), middle_end_byte=len((prefix + middle).encode()),
-                  env_key=built["env_key"], seed=0, builder_version="test", test_command=built["test_command"],
-                  judged_tests=judged)
-
-
 @pytest.fixture(scope="module")
 def isodate(tmp_path_factory):
     """isodate built by the real builder in this module's own cache; the two samples verified (which
@@ -63,7 +47,8 @@ def isodate(tmp_path_factory):
     ids = [line for line in listing.splitlines() if "::" in line]
     samples = {}
     for name, (file, middle, indent, wrong, pick) in TARGETS.items():
-        outcome = verify_one(_sample(built, file, middle, tuple(i for i in ids if pick(i))), ON)
+        judged = tuple(i for i in ids if pick(i))
+        outcome = verify_one(make_sample(built, file, middle, judged, repo_name="isodate", node_type="statement"), ON)
         assert outcome.kept, outcome
         samples[name] = (outcome.sample, indent, wrong)
     patch.undo()

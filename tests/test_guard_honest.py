@@ -10,12 +10,11 @@ from collections import Counter
 
 import pytest
 
-from conftest import prepared_repo
+from conftest import make_sample, prepared_repo
 from execrepobench.builder.verification.verify import verify_one
-from execrepobench_dataset.record import Sample
+from execrepobench_dataset.record import FILL_BLOCK, Sample
 from execrepobench_metric.execution.judge import JudgeConfig, judge
-from execrepobench_metric.execution.sandbox import strong_available
-from honest_corpus import DOCREPO_MANIFEST, ast_mutants, collected_ids, honest_completions, sample_of, write_docrepo
+from honest_corpus import DOCREPO_MANIFEST, ast_mutants, collected_ids, fill_of, honest_completions, write_docrepo
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.slow]
 ON = JudgeConfig(timeout_s=120)
@@ -58,10 +57,7 @@ def _check(rows: list[tuple[str, str, str, str, str]], samples: list[Sample]) ->
 
 def test_ast_mutants_change_one_node():
     prefix, middle = "def f(a, b):\n    ", "if a > b:\n        return a + 1\n    return b"
-    sample = Sample(sample_id="x", repo_name="r", repo_source="r", file_name="m.py", prefix_code=prefix,
-                    middle_code=middle, suffix_code="\n", context_code=(), fill_type="grammar-based: block",
-                    node_type="block", middle_start_byte=len(prefix), middle_end_byte=len(prefix + middle),
-                    env_key="e", seed=0, builder_version="t", test_command=(), judged_tests=())
+    sample = make_sample(middle=middle, fill_type=FILL_BLOCK, prefix_code=prefix, node_type="block")
     got = dict(ast_mutants(sample))
     assert got["operator_0"] == "if a >= b:\n        return a + 1\n    return b"  # post-order: the test first
     assert got["operator_1"] == "if a > b:\n        return a - 1\n    return b"
@@ -83,7 +79,8 @@ def docrepo(tmp_path_factory):
         samples = []
         for file, middle, words in DOCREPO_SITES:
             judged = tuple(i for i in ids if any(w in i for w in words))
-            outcome = verify_one(sample_of(built, "docrepo", file, middle, judged), ON)
+            outcome = verify_one(make_sample(built, file, middle, judged, fill_of(middle), repo_name="docrepo",
+                                             node_type="statement"), ON)
             assert outcome.kept, (middle, outcome)
             samples.append(outcome.sample)
     finally:
@@ -92,8 +89,6 @@ def docrepo(tmp_path_factory):
 
 
 def test_honest_wrong_completions_are_never_tampering_on_doctests(docrepo, monkeypatch):
-    if strong_available() is not None:
-        pytest.skip("no bwrap")
     monkeypatch.setenv("EXECREPOBENCH_CACHE", docrepo["cache"])
     _check(_judge_all(docrepo["samples"]), docrepo["samples"])
 
@@ -131,7 +126,8 @@ def parse_repo(tmp_path_factory):
         assert "README.rst::README.rst" in judged, ids
         samples = []
         for middle in PARSE_SITES:
-            outcome = verify_one(sample_of(built, "parse", "parse/__init__.py", middle, judged), ON)
+            outcome = verify_one(make_sample(built, "parse/__init__.py", middle, judged, fill_of(middle), repo_name="parse",
+                                             node_type="statement"), ON)
             assert outcome.kept, (middle, outcome)
             samples.append(outcome.sample)
     finally:
@@ -174,7 +170,8 @@ def tabulate_repo(tmp_path_factory):
         assert "tabulate/__init__.py::tabulate._afterpoint" in judged, ids
         samples = []
         for middle in TABULATE_SITES:
-            outcome = verify_one(sample_of(built, "tabulate", "tabulate/__init__.py", middle, judged), ON)
+            outcome = verify_one(make_sample(built, "tabulate/__init__.py", middle, judged, fill_of(middle), repo_name="tabulate",
+                                             node_type="statement"), ON)
             assert outcome.kept, (middle, outcome)
             samples.append(outcome.sample)
     finally:

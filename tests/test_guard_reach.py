@@ -8,7 +8,7 @@ import guard_attacks as corpus
 from conftest import make_sample, prepared_repo
 from execrepobench.builder.verification.verify import verify_one
 from execrepobench_metric.execution.judge import JudgeConfig, judge
-from honest_corpus import DOCREPO_MANIFEST, collected_ids, sample_of, write_docrepo
+from honest_corpus import DOCREPO_MANIFEST, collected_ids, fill_of, write_docrepo
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.slow]
 ON, OFF = JudgeConfig(timeout_s=60), JudgeConfig(timeout_s=60, guard="off", fail_fast=False)
@@ -29,7 +29,9 @@ def targets(built_minirepo, tmp_path_factory):
         doctest_id = next(i for i in ids if i.endswith("::docrepo.text.scaled"))
         out = {"cache": str(base / "cache")}
         for name, judged in (("doc", (doctest_id,)), ("docmix", (doctest_id, "tests/test_text.py::test_scaled_approx"))):
-            outcome = verify_one(sample_of(built, "docrepo", "docrepo/text.py", SCALED, judged), ON)
+            sample = make_sample(built, "docrepo/text.py", SCALED, judged, fill_of(SCALED), repo_name="docrepo",
+                                 node_type="statement")
+            outcome = verify_one(sample, ON)
             assert outcome.kept and outcome.sample.guard_allowed == (), outcome
             out[name] = outcome.sample
     finally:

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from execrepobench_dataset.record import Sample, write_jsonl
+from conftest import make_sample
+from execrepobench_dataset.record import ContextFile, Sample, write_jsonl
 from execrepobench_metric import api
 from execrepobench_metric.execution.pytest_run import COMMAND_PREFIX
 from execrepobench_metric.inputs import InputError, canonical_reference, check_inputs
@@ -16,14 +17,11 @@ PREFIX, MIDDLE, SUFFIX = "def f(x):\n    ", "return x + 1", "\n"
 
 
 def record(sample_id="s0", **changes):
-    rec = dict(sample_id=sample_id, repo_name="r", repo_source="pypi:r==1", file_name="r/m.py", prefix_code=PREFIX,
-               middle_code=MIDDLE, suffix_code=SUFFIX, context_code=[{"path": "r/a.py", "code": "A = 1\n"}],
-               fill_type="grammar-based: statement", node_type="return_statement",
-               middle_start_byte=len(PREFIX), middle_end_byte=len(PREFIX + MIDDLE), env_key="e" * 16, seed=0,
-               builder_version="t", test_command=[*COMMAND_PREFIX, "--", "tests"],
-               judged_tests=["tests/test_m.py::test_f"])
-    rec.update(changes)
-    return rec
+    """A reference as a caller passes it: a valid sample's mapping, then `changes` (valid or not)."""
+    sample = make_sample(file_name="r/m.py", middle=MIDDLE, judged=("tests/test_m.py::test_f",), prefix_code=PREFIX,
+                         suffix_code=SUFFIX, sample_id=sample_id, context_code=(ContextFile("r/a.py", "A = 1\n"),),
+                         env_key="e" * 16, builder_version="t", test_command=(*COMMAND_PREFIX, "--", "tests"))
+    return {**sample.to_dict(), **changes}
 
 
 def without(name, **changes):

@@ -5,16 +5,17 @@ from pathlib import Path
 
 import pytest
 
+from conftest import make_sample
 from execrepobench.builder.instruct import instruct
+from execrepobench.builder.sampling.repo_files import read_pool
 from execrepobench.builder.instruct.instruct import (CONTEXT_FILE, CONTEXT_HEADER, PREFIX_SUFFIX, instruct_records,
                                                      render_user)
 from execrepobench.builder.instruct.instruct_build import build_instruct
-from execrepobench.builder.sampling.masking import MaskConfig, candidate_files
-from execrepobench.builder.sampling.repo_files import read_pool
 from execrepobench.builder.sources.manifest import load_manifest, parse_manifest
+from execrepobench.builder.sampling.masking import MaskConfig, candidate_files
 from execrepobench.builder.sources.sources import fetch
 from execrepobench_dataset.instruct_record import SYSTEM_PROMPT, instruct_features, read_instruct_jsonl
-from execrepobench_dataset.record import (FILL_EXPRESSION, FILL_TYPES, ContextFile, Sample, make_sample_id,
+from execrepobench_dataset.record import (FILL_EXPRESSION, FILL_TYPES, ContextFile, make_sample_id,
                                           write_jsonl)
 
 FIXTURE = Path(__file__).parent / "fixtures" / "minirepo"
@@ -44,15 +45,9 @@ def _records(tmp_path, seed=0, samples=6, budget=16000):
 
 def _bench(path: Path, rows):
     """A benchmark samples.jsonl with one sample per (repo_name, repo_source, middle)."""
-    samples = []
-    for repo_name, repo_source, middle in rows:
-        prefix, suffix = "value = (", ")\n"
-        samples.append(Sample(
-            sample_id=make_sample_id(repo_source, "pkg/m.py", prefix, middle, suffix, FILL_EXPRESSION),
-            repo_name=repo_name, repo_source=repo_source, file_name="pkg/m.py", prefix_code=prefix,
-            middle_code=middle, suffix_code=suffix, context_code=(), fill_type=FILL_EXPRESSION, node_type="call",
-            middle_start_byte=len(prefix.encode()), middle_end_byte=len((prefix + middle).encode()),
-            env_key="env", seed=0, builder_version="test"))
+    samples = [make_sample(file_name="pkg/m.py", middle=middle, fill_type=FILL_EXPRESSION, prefix_code="value = (",
+                           suffix_code=")\n", repo_name=repo_name, repo_source=repo_source, env_key="env",
+                           node_type="call") for repo_name, repo_source, middle in rows]
     write_jsonl(samples, path)
     return path
 

@@ -5,6 +5,7 @@ from dataclasses import replace
 
 import pytest
 
+from conftest import make_sample
 from execrepobench.runner.cli import main
 from execrepobench_dataset.record import FILL_SPAN, Sample, write_jsonl
 from execrepobench_metric.api import compute
@@ -12,18 +13,15 @@ from execrepobench_metric.cutoff import apply_cutoff, check_cutoff, describe
 from execrepobench_metric.inputs import InputError
 
 
-def sample(sid: str, release_date: str = "") -> Sample:
-    prefix, middle = "def f(a, b):\n    return ", "a + b"
-    return Sample(sample_id=sid, repo_name="demo", repo_source="pypi:demo==1.0", file_name="demo/mod.py",
-                  prefix_code=prefix, middle_code=middle, suffix_code="\n", context_code=(), fill_type=FILL_SPAN,
-                  node_type="span", middle_start_byte=len(prefix), middle_end_byte=len(prefix) + len(middle),
-                  env_key="env", seed=0, builder_version="test", test_command=("python", "-m", "pytest", "-q", "-p", "no:cacheprovider", "--color=no"),
-                  judged_tests=("tests/test_x.py::test_x",), release_date=release_date,
-                  baseline_version="0.9" if release_date else "", baseline_date="2026-01-01T00:00:00Z" if release_date else "")
-
-
-SAMPLES = [sample("old", "2026-03-31T23:59:59Z"), sample("edge", "2026-06-30T12:00:00Z"),
-           sample("new", "2026-07-01T00:00:01Z"), sample("undated")]
+DEMO = {"repo_name": "demo", "repo_source": "pypi:demo==1.0", "file_name": "demo/mod.py", "middle": "a + b",
+        "prefix_code": "def f(a, b):\n    return ", "fill_type": FILL_SPAN, "node_type": "span", "env_key": "env",
+        "judged": ("tests/test_x.py::test_x",),
+        "test_command": ("python", "-m", "pytest", "-q", "-p", "no:cacheprovider", "--color=no")}
+LIVE = {"baseline_version": "0.9", "baseline_date": "2026-01-01T00:00:00Z"}  # a live sample's baseline release
+SAMPLES = [make_sample(sample_id="old", release_date="2026-03-31T23:59:59Z", **DEMO, **LIVE),
+           make_sample(sample_id="edge", release_date="2026-06-30T12:00:00Z", **DEMO, **LIVE),
+           make_sample(sample_id="new", release_date="2026-07-01T00:00:01Z", **DEMO, **LIVE),
+           make_sample(sample_id="undated", **DEMO)]
 
 
 def test_apply_cutoff_keeps_samples_released_after_the_day():

@@ -3,6 +3,7 @@ from dataclasses import dataclass, replace
 
 import pytest
 
+from conftest import make_sample
 from execrepobench.builder.sampling.masking import CATEGORY_LEVEL, MaskConfig, level_mask
 from execrepobench.builder.verification.mix import PAPER_SHARES, level_quotas, verify_to_quotas
 from execrepobench_dataset.record import (FILL_BLOCK, FILL_EXPRESSION, FILL_MULTI_LINE, FILL_SPAN, FILL_STATEMENT,
@@ -13,11 +14,10 @@ FILL_OF = {"random": FILL_SPAN, "expression": FILL_EXPRESSION, "statement": FILL
 
 
 def cand(level: str, i: int, fill: str | None = None) -> Sample:
-    prefix, middle = "x = 1\n", f"value_{level}_{i} = compute({i})"
-    return Sample(sample_id=f"{level[:3]}{i:04d}", repo_name="r", repo_source="pypi:r==1#sha256=" + "0" * 64,
-                  file_name="r/m.py", prefix_code=prefix, middle_code=middle, suffix_code="\n", context_code=(),
-                  fill_type=fill or FILL_OF[level], node_type="x", middle_start_byte=len(prefix),
-                  middle_end_byte=len(prefix) + len(middle), env_key="k", seed=0, builder_version="t")
+    """Candidate `i` of a level: ids sort by level, then by i."""
+    return make_sample(file_name="r/m.py", middle=f"value_{level}_{i} = compute({i})", fill_type=fill or FILL_OF[level],
+                       prefix_code="x = 1\n", sample_id=f"{level[:3]}{i:04d}", node_type="x", builder_version="t",
+                       repo_source="pypi:r==1#sha256=" + "0" * 64)
 
 
 @dataclass(frozen=True)

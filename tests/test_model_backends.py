@@ -23,14 +23,11 @@ from pathlib import Path
 import pytest
 
 os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")  # vLLM's engine in-process: starts in seconds on CPU
-for _module in ("torch", "transformers", "vllm"):
-    if os.environ.get("EXECREPOBENCH_REQUIRE_MODELS") == "1":  # scripts/test.sh: a missing backend FAILS there
-        __import__(_module)
-    else:
-        pytest.importorskip(_module, reason="the model environment: run `bash scripts/setup-model-env.sh`, then "
-                                            "`.venv-models/bin/python -m pytest tests/test_model_backends.py`")
 
-from conftest import FIXTURES, make_sample  # noqa: E402
+from conftest import FIXTURES, make_sample, require  # noqa: E402
+
+require("models", at_import=True)  # skipped without the model environment; FAILS in part 2 of scripts/test.sh
+
 from model_fixture import NAME, make_tiny_model  # noqa: E402
 
 from execrepobench.runner.backends.base import Request, get_backend  # noqa: E402
@@ -68,11 +65,9 @@ def _samples() -> list[Sample]:
         indent = middle[:len(middle) - len(middle.lstrip())]
         prefix, middle = prefix + indent, middle[len(indent):]  # the cursor after the indentation
         context = tuple(ContextFile(p, c) for p, c in files.items() if p != name)
-        out.append(Sample(sample_id=f"tiny-{i}", repo_name="minirepo", repo_source="path:/minirepo#tree=0",
-                          file_name=name, prefix_code=prefix, middle_code=middle, suffix_code=suffix,
-                          context_code=context, fill_type="Random Single-line Completion", node_type="line",
-                          middle_start_byte=len(prefix.encode()), middle_end_byte=len((prefix + middle).encode()),
-                          env_key="k", seed=0, builder_version="test"))
+        out.append(make_sample(file_name=name, middle=middle, fill_type="Random Single-line Completion",
+                               prefix_code=prefix, suffix_code=suffix, sample_id=f"tiny-{i}", repo_name="minirepo",
+                               repo_source="path:/minirepo#tree=0", context_code=context, node_type="line"))
     return out
 
 

@@ -37,7 +37,7 @@ def parts_of(case: str) -> SampleParts:
 
 @pytest.fixture(scope="module")
 def tok():
-    tokenizers = pytest.importorskip("tokenizers")
+    import tokenizers  # the `test` extra
     return as_tokenizer(tokenizers.Tokenizer.from_file(str(DATA / GOLDEN["tokenizer"])))
 
 

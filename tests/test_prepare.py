@@ -16,9 +16,8 @@ from execrepobench_metric.environments.layout import CACHE_ENV_VAR, sources_dir
 from execrepobench_metric.environments.prepare import EnvironmentsMissing
 from execrepobench_metric.environments.venvs import EnvError, ensure_environment, find_environment, lock_pins
 from execrepobench_metric.execution.fills import null_fill
-from execrepobench_metric.execution.sandbox import strong_available
 
-pytestmark = pytest.mark.skipif(strong_available() is not None, reason="no bwrap sandbox")
+pytestmark = pytest.mark.sandbox
 
 
 @pytest.fixture(scope="module")

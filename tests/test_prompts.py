@@ -1,4 +1,4 @@
-"""Tests for runner/prompts.py: token budgets with a whitespace tokenizer, and with a real BPE (importorskip)."""
+"""Tests for runner/prompts.py: token budgets with a whitespace tokenizer, and with a real BPE (the `test` extra's tokenizers)."""
 from __future__ import annotations
 
 import json
@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import make_sample
 from execrepobench.runner.prompts import (Budget, as_tokenizer, build_prompt, build_prompt_for_sample, keep_head,
                                           keep_tail, model_max_length)
 from execrepobench.runner.templates import TEMPLATES, SampleParts, Template
@@ -160,13 +161,11 @@ def test_model_max_length_from_config(tmp_path):
 
 
 def test_build_prompt_for_sample():
-    from execrepobench_dataset.record import FILL_TYPES, ContextFile, Sample
+    from execrepobench_dataset.record import FILL_TYPES, ContextFile
 
-    pre, mid, suf = "def f():\n    ", "return 1", "\n"
-    s = Sample(sample_id="x", repo_name="demo", repo_source="path:/x", file_name="core.py", prefix_code=pre,
-               middle_code=mid, suffix_code=suf, context_code=(ContextFile("a.py", A),), fill_type=FILL_TYPES[0],
-               node_type="span", middle_start_byte=len(pre), middle_end_byte=len(pre + mid), env_key="e", seed=0,
-               builder_version="t")
+    pre, suf = "def f():\n    ", "\n"
+    s = make_sample(file_name="core.py", middle="return 1", fill_type=FILL_TYPES[0], prefix_code=pre, suffix_code=suf,
+                    repo_name="demo", context_code=(ContextFile("a.py", A),), node_type="span")
     p = build_prompt_for_sample("qwen2.5-coder", s, WhitespaceTokenizer())
     assert p.text.endswith("<|fim_prefix|>" + pre + "<|fim_suffix|>" + suf + "<|fim_middle|>") and not p.truncated
 
@@ -179,7 +178,7 @@ QWEN_SPECIALS = ["<|endoftext|>", "<|fim_prefix|>", "<|fim_middle|>", "<|fim_suf
 
 @pytest.fixture(scope="module")
 def bpe(tmp_path_factory):
-    tokenizers = pytest.importorskip("tokenizers")
+    import tokenizers  # the `test` extra
     from tokenizers import decoders, models, pre_tokenizers, trainers
 
     import json as json_mod

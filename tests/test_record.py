@@ -2,19 +2,15 @@ import dataclasses
 
 import pytest
 
+from conftest import make_sample
 from execrepobench_dataset.record import (FILL_BLOCK, FILL_TYPES, ContextFile, RecordError, Sample,
                                           make_sample_id, read_jsonl, write_jsonl)
 
 
-def _sample(**over):
-    prefix, middle, suffix = "def f(x):\n    ", "return x * 2  # é", "\n"
-    base = dict(sample_id="s1", repo_name="r", repo_source="path:/r#tree=ab", file_name="pkg/m.py",
-                prefix_code=prefix, middle_code=middle, suffix_code=suffix,
-                context_code=(ContextFile("pkg/a.py", "A = 1\n"),), fill_type=FILL_BLOCK,
-                node_type="return_statement", middle_start_byte=len(prefix.encode()),
-                middle_end_byte=len((prefix + middle).encode()), env_key="k", seed=0, builder_version="0")
-    base.update(over)
-    return Sample(**base)
+# a valid record with a context file and non-ASCII code (its byte offsets differ from its character offsets)
+S1 = make_sample(file_name="pkg/m.py", middle="return x * 2  # é", fill_type=FILL_BLOCK, prefix_code="def f(x):\n    ",
+                 sample_id="s1", repo_source="path:/r#tree=ab", context_code=(ContextFile("pkg/a.py", "A = 1\n"),),
+                 builder_version="0")
 
 
 def test_six_paper_fill_types():
@@ -24,7 +20,7 @@ def test_six_paper_fill_types():
 
 
 def test_round_trip_jsonl(tmp_path):
-    s = _sample(judged_tests=("t.py::a",))
+    s = dataclasses.replace(S1, judged_tests=("t.py::a",))
     write_jsonl([s], tmp_path / "x.jsonl")
     (back,) = read_jsonl(tmp_path / "x.jsonl")
     assert back == s and back.original_code == s.prefix_code + s.middle_code + s.suffix_code
@@ -32,7 +28,7 @@ def test_round_trip_jsonl(tmp_path):
 
 def test_byte_offsets_are_utf8_and_checked():
     with pytest.raises(RecordError, match="byte offsets"):
-        _sample(middle_end_byte=_sample().middle_end_byte - 1)  # 'é' is two bytes
+        dataclasses.replace(S1, middle_end_byte=S1.middle_end_byte - 1)  # 'é' is two bytes
 
 
 @pytest.mark.parametrize("over, match", [
@@ -43,22 +39,22 @@ def test_byte_offsets_are_utf8_and_checked():
 ])
 def test_bad_fields_named(over, match):
     with pytest.raises(RecordError, match=match):
-        _sample(**over)
+        dataclasses.replace(S1, **over)
 
 
 def test_from_dict_names_missing_and_unknown_fields():
-    d = _sample().to_dict()
+    d = S1.to_dict()
     del d["middle_code"]
     with pytest.raises(RecordError, match="s1.*middle_code"):
         Sample.from_dict(d)
-    d = dict(_sample().to_dict(), extra=1)
+    d = dict(S1.to_dict(), extra=1)
     with pytest.raises(RecordError, match="unknown field.*extra"):
         Sample.from_dict(d)
 
 
 def test_corrupt_jsonl_line_named(tmp_path):
     p = tmp_path / "x.jsonl"
-    write_jsonl([_sample()], p)
+    write_jsonl([S1], p)
     p.write_text(p.read_text() + "{not json\n")
     with pytest.raises(RecordError, match=r"x.jsonl:2"):
         list(read_jsonl(p))

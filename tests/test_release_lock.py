@@ -5,13 +5,12 @@ from dataclasses import replace
 
 import pytest
 
-from execrepobench.builder.release.release_lock import check, lock_of, manifest_sha256, packaged_lock, scheme_id
+from conftest import make_sample
 from execrepobench.builder.sources.manifest import default_manifest_path, quickstart_manifest_path
+from execrepobench.builder.release.release_lock import check, lock_of, manifest_sha256, packaged_lock, scheme_id
 from execrepobench.runner.cli import main
 from execrepobench_dataset.load import OpenedDataset, open_dataset
 from execrepobench_dataset.record import write_jsonl
-
-from test_budget import _sample
 
 PACKAGED = [p for p in (quickstart_manifest_path(), default_manifest_path()) if packaged_lock(p).is_file()]
 
@@ -39,7 +38,7 @@ def _folder(tmp_path, samples):
 
 
 def test_check_names_the_repositories_that_differ(tmp_path):
-    a = replace(_sample("x = ", "1", "\n"), sample_id="a1", repo_name="alpha")
+    a = make_sample(middle="1", prefix_code="x = ", sample_id="a1", repo_name="alpha")
     b = replace(a, sample_id="b1", repo_name="beta")
     built = _folder(tmp_path / "one", [a, b])
     manifest = tmp_path / "m.toml"
@@ -56,7 +55,7 @@ def test_check_names_the_repositories_that_differ(tmp_path):
 
 
 def test_cli_fingerprint_expect_and_write_lock(tmp_path, capsys):
-    a = replace(_sample("x = ", "1", "\n"), sample_id="a1", repo_name="alpha")
+    a = make_sample(middle="1", prefix_code="x = ", sample_id="a1", repo_name="alpha")
     _folder(tmp_path / "build", [a])
     manifest = tmp_path / "m.toml"
     manifest.write_text("[defaults]\nseed = 0\n", encoding="utf-8")

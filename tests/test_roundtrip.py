@@ -18,11 +18,7 @@ import pytest
 from execrepobench_metric.environments.layout import CACHE_ENV_VAR
 
 CHECKOUT = Path(__file__).resolve().parents[1]
-pytestmark = [
-    pytest.mark.pypi,
-    pytest.mark.sandbox,
-    pytest.mark.skipif(os.environ.get("EXECREPOBENCH_OFFLINE") == "1", reason="EXECREPOBENCH_OFFLINE=1"),
-]
+pytestmark = [pytest.mark.pypi, pytest.mark.sandbox]
 MANIFEST = """[defaults]
 samples_per_repo = 3
 

@@ -8,15 +8,11 @@ from execrepobench.runner.backends.base import get_backend
 from execrepobench.runner.backends.baseline import complete
 from execrepobench.runner.generate import GenerateConfig, generate, read_generations
 from execrepobench.runner.postprocess import clean
-from execrepobench_dataset.record import ContextFile, Sample
+from execrepobench_dataset.record import ContextFile
 
 
-def _sample(prefix, middle, suffix, context=()):
-    return Sample(sample_id="s", repo_name="r", repo_source="path:/r#tree=0", file_name="m.py", prefix_code=prefix,
-                  middle_code=middle, suffix_code=suffix, context_code=tuple(context),
-                  fill_type="Random Single-line Completion", node_type="line",
-                  middle_start_byte=len(prefix.encode()), middle_end_byte=len((prefix + middle).encode()),
-                  env_key="k", seed=0, builder_version="t")
+LINE = {"fill_type": "Random Single-line Completion", "node_type": "line", "sample_id": "s",
+        "repo_source": "path:/r#tree=0", "builder_version": "t"}  # the baseline backend's samples below
 
 
 def test_unknown_backend_lists_available():
@@ -26,11 +22,14 @@ def test_unknown_backend_lists_available():
 
 def test_baseline_continues_the_best_matching_repository_line():
     ctx = [ContextFile("a.py", "def area(r):\n    r2 = r * r\n    return 3.14159 * r2\n")]
-    s = _sample("def area2(r):\n    r2 = r * r\n    ", "return 3.14159 * r2", "\n", ctx)
+    s = make_sample(middle="return 3.14159 * r2", prefix_code="def area2(r):\n    r2 = r * r\n    ",
+                    context_code=tuple(ctx), **LINE)
     assert complete(s) == "return 3.14159 * r2"
-    partial = _sample("def area2(r):\n    r2 = r * r\n    return 3.", "14159 * r2", "\n", ctx)
+    partial = make_sample(middle="14159 * r2", prefix_code="def area2(r):\n    r2 = r * r\n    return 3.",
+                          context_code=tuple(ctx), **LINE)
     assert complete(partial) == "14159 * r2"
-    assert complete(_sample("x = 1\n", "zzz_unknown()", "\n")) in ("", "x = 1")  # nothing better: a floor
+    unknown = make_sample(middle="zzz_unknown()", prefix_code="x = 1\n", **LINE)
+    assert complete(unknown) in ("", "x = 1")  # nothing better: a floor
 
 
 @pytest.mark.parametrize("raw, stops, expected", [

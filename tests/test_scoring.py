@@ -3,8 +3,9 @@ from fractions import Fraction
 
 import pytest
 
+from conftest import make_sample
 from execrepobench_dataset.record import (FILL_BLOCK, FILL_EXPRESSION, FILL_MULTI_LINE, FILL_SINGLE_LINE,
-                                          FILL_SPAN, FILL_STATEMENT, FILL_TYPES, Sample)
+                                          FILL_SPAN, FILL_STATEMENT, FILL_TYPES)
 from execrepobench_metric.scoring import (LATEX_COLUMNS, LATEX_HEADER, LEVEL_OF_FILL, edit_similarity, latex_row,
                                           pass_at_k, strip_code, summarize)
 
@@ -109,19 +110,17 @@ def test_edit_similarity_different_code_is_low():
 
 # ---------------------------------------------------------------- summarize / latex
 
-def make_sample(sid, repo, fill, middle, prefix="def f(a, b, x, y):\n    ", suffix="\n"):
-    start = len(prefix.encode())
-    return Sample(sample_id=sid, repo_name=repo, repo_source=f"pypi:{repo}==1.0", file_name=f"{repo}/mod.py",
-                  prefix_code=prefix, middle_code=middle, suffix_code=suffix, context_code=(), fill_type=fill,
-                  node_type="span", middle_start_byte=start, middle_end_byte=start + len(middle.encode()),
-                  env_key="env", seed=0, builder_version="test")
+def of(repo):
+    """The fields of a sample of `repo` (its file `REPO/mod.py`, a function of a, b, x, y)."""
+    return {"repo_name": repo, "repo_source": f"pypi:{repo}==1.0", "file_name": f"{repo}/mod.py", "env_key": "env",
+            "prefix_code": "def f(a, b, x, y):\n    ", "node_type": "span"}
 
 
 SAMPLES = [
-    make_sample("s1", "toolz", FILL_SPAN, "a + b"),
-    make_sample("s2", "toolz", FILL_BLOCK, "return x\n"),
-    make_sample("s3", "attrs", FILL_BLOCK, "return y"),
-    make_sample("s4", "attrs", FILL_EXPRESSION, "x = a * b"),
+    make_sample(sample_id="s1", fill_type=FILL_SPAN, middle="a + b", **of("toolz")),
+    make_sample(sample_id="s2", fill_type=FILL_BLOCK, middle="return x\n", **of("toolz")),
+    make_sample(sample_id="s3", fill_type=FILL_BLOCK, middle="return y", **of("attrs")),
+    make_sample(sample_id="s4", fill_type=FILL_EXPRESSION, middle="x = a * b", **of("attrs")),
 ]
 COMPLETIONS = [
     ["a + b", "zzzzz"],                      # ES 100, 0

@@ -2,8 +2,6 @@
 from __future__ import annotations
 
 import io
-import os
-import shutil
 import subprocess
 import tarfile
 import zipfile
@@ -16,7 +14,7 @@ from execrepobench.builder.sources.sources import FetchedSource, SourceError, fe
 from execrepobench_metric.environments import sources
 from execrepobench_metric.environments.layout import CACHE_ENV_VAR, downloads_dir, sources_dir
 
-needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="git not installed")
+needs_git = pytest.mark.git
 GIT_ID = ["-c", "user.email=test@example.com", "-c", "user.name=Test", "-c", "init.defaultBranch=main",
           "-c", "commit.gpgsign=false"]
 
@@ -192,9 +190,6 @@ def test_safe_archive_extracts(tmp_path: Path) -> None:
 
 # ---------------------------------------------------------------- real PyPI (network on first run)
 
-offline = pytest.mark.skipif(os.environ.get("EXECREPOBENCH_OFFLINE") == "1", reason="EXECREPOBENCH_OFFLINE=1")
-
-
 @pytest.fixture(scope="session")
 def persistent_cache(cache_dir) -> Path:
     """The session's private cache (conftest): downloads are shared by the tests of one run."""
@@ -206,7 +201,6 @@ def schema_spec() -> RepoSpec:
     return load_manifest(default_manifest_path()).repo("schema")
 
 
-@offline
 @pytest.mark.pypi
 def test_pypi_fetch_real_sdist(persistent_cache: Path, schema_spec: RepoSpec, monkeypatch) -> None:
     assert schema_spec.source == "pypi:schema==0.7.8" and schema_spec.sha256
@@ -228,7 +222,6 @@ def test_pypi_fetch_real_sdist(persistent_cache: Path, schema_spec: RepoSpec, mo
     assert fetch(schema_spec) == got
 
 
-@offline
 @pytest.mark.pypi
 def test_pypi_wrong_sha256(persistent_cache: Path, schema_spec: RepoSpec) -> None:
     fetch(schema_spec)  # make sure the download is there
@@ -241,7 +234,6 @@ def test_pypi_wrong_sha256(persistent_cache: Path, schema_spec: RepoSpec) -> Non
     assert fetch(schema_spec).root.is_dir()  # nothing already built was deleted
 
 
-@offline
 @pytest.mark.pypi
 def test_pypi_unknown_version(persistent_cache: Path) -> None:
     with pytest.raises(SourceError) as info:

@@ -5,6 +5,7 @@ import unicodedata
 
 import pytest
 
+from conftest import make_sample
 from execrepobench.runner.templates import (DETECTION, FALLBACK, TEMPLATES, SampleParts, Template, detect_template,
                                             get_template, ordered, render)
 from execrepobench_dataset.instruct_record import SYSTEM_PROMPT
@@ -168,11 +169,8 @@ def test_registry_entries_are_complete():
 
 
 def test_from_sample():
-    from execrepobench_dataset.record import FILL_TYPES, ContextFile, Sample
+    from execrepobench_dataset.record import FILL_TYPES, ContextFile
 
-    middle = "return a + b"
-    s = Sample(sample_id="x", repo_name="demo", repo_source="path:/x", file_name="pkg/core.py", prefix_code=PRE,
-               middle_code=middle, suffix_code=SUF, context_code=(ContextFile("pkg/util.py", "X = 1\n"),),
-               fill_type=FILL_TYPES[0], node_type="span", middle_start_byte=len(PRE.encode()),
-               middle_end_byte=len((PRE + middle).encode()), env_key="e", seed=0, builder_version="t")
+    s = make_sample(file_name="pkg/core.py", middle="return a + b", fill_type=FILL_TYPES[0], prefix_code=PRE,
+                    suffix_code=SUF, repo_name="demo", context_code=(ContextFile("pkg/util.py", "X = 1\n"),))
     assert SampleParts.from_sample(s) == SampleParts("demo", "pkg/core.py", PRE, SUF, (("pkg/util.py", "X = 1\n"),))

@@ -95,17 +95,8 @@ def test_verify_keeps_discriminating_and_drops_untested(built_minirepo):
 
 def test_selection_floor_widens_one_kind_only():
     from execrepobench.builder.verification.verify import with_selection
-    from execrepobench_dataset.record import Sample
 
-    prefix, middle = _split("pkg/core.py", "y = x + 1")
-    suffix = FILES["pkg/core.py"][len(prefix) + len(middle):]
-
-    def sample(fill):
-        return Sample(sample_id=fill, repo_name="r", repo_source="s", file_name="pkg/core.py", prefix_code=prefix,
-                      middle_code=middle, suffix_code=suffix, context_code=(), fill_type=fill, node_type="x",
-                      middle_start_byte=len(prefix), middle_end_byte=len(prefix) + len(middle), env_key="k",
-                      seed=0, builder_version="t")
-
-    out = with_selection([sample(FILL_BLOCK), sample(FILL_EXPRESSION)], COV, ImportGraph(FILES), JUDGEABLE,
-                         floor={FILL_BLOCK: "suite"})
+    block, expression = (make_sample(file_name="pkg/core.py", middle="y = x + 1", fill_type=fill,
+                                     text=FILES["pkg/core.py"], sample_id=fill) for fill in (FILL_BLOCK, FILL_EXPRESSION))
+    out = with_selection([block, expression], COV, ImportGraph(FILES), JUDGEABLE, floor={FILL_BLOCK: "suite"})
     assert [s.selection_rule for s in out] == ["suite", "coverage"]

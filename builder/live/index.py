@@ -24,6 +24,7 @@ from pathlib import Path
 from packaging.utils import InvalidSdistFilename, canonicalize_name, parse_sdist_filename
 from packaging.version import InvalidVersion, Version
 
+from execrepobench_dataset.schemes import INDEX_CACHE_SCHEMA
 from execrepobench_dataset.version import __version__
 from execrepobench_metric.defaults import INDEX_REQUEST_TIMEOUT_S
 from execrepobench_metric.environments.layout import cache_root
@@ -32,7 +33,6 @@ DEFAULT_INDEX_URL = "https://pypi.org/simple/"
 INDEX_URL_ENV = "EXECREPOBENCH_INDEX_URL"
 ACCEPT = "application/vnd.pypi.simple.v1+json"
 SDIST_SUFFIXES = (".tar.gz", ".zip")
-CACHE_SCHEMA = 1
 
 
 class IndexQueryError(RuntimeError):
@@ -149,7 +149,7 @@ class IndexClient:
         try:
             stored = json.loads(self._cache_file(project).read_text(encoding="utf-8"))
             fetched = parse_time(stored["fetched_at"])
-            if stored.get("schema") != CACHE_SCHEMA or stored.get("index") != self.url:
+            if stored.get("schema") != INDEX_CACHE_SCHEMA or stored.get("index") != self.url:
                 return None
         except (OSError, ValueError, KeyError, TypeError):
             return None
@@ -194,7 +194,7 @@ class IndexClient:
         path = self._cache_file(project)
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps({"schema": CACHE_SCHEMA, "index": self.url, "fetched_at": fetched.isoformat(),
+        tmp.write_text(json.dumps({"schema": INDEX_CACHE_SCHEMA, "index": self.url, "fetched_at": fetched.isoformat(),
                                    "response": data}), encoding="utf-8")
         os.replace(tmp, path)
         return releases

@@ -20,11 +20,11 @@ import tempfile
 import tomllib
 from pathlib import Path
 
+from execrepobench_dataset.schemes import LOCK_SCHEMA
 from execrepobench_metric.environments.layout import cache_root
 from execrepobench_metric.environments.venvs import EnvError, interpreter_for, run_uv
 
 __all__ = ["BASE_REQUIREMENTS", "EnvError", "detect_test_extras", "parse_compiled", "resolve_lock"]
-LOCK_SCHEMA = 2  # bump when the way a lock is resolved changes; 2: date-bound (--exclude-newer)
 TEST_EXTRA_NAMES = ("test", "tests", "testing")
 BASE_REQUIREMENTS = ("pytest>=7", "coverage>=7.4")
 

@@ -23,6 +23,7 @@ from tqdm import tqdm
 
 from execrepobench_dataset.load import dataset_fingerprint, open_dataset
 from execrepobench_dataset.publish import publish
+from execrepobench_dataset.schemes import PUBLISH_CODE
 from execrepobench_dataset.stats import mix_within_tolerance
 
 from ..build import BuildConfig, build
@@ -33,7 +34,6 @@ from ..sources.manifest import Manifest
 TARGETS = {"samples": 1200, "repositories": 50, "instruct_records": 10_000}
 STAGES = ("build", "instruct", "publish")
 STATE_FILE = ".release_state.json"  # beside the stage folders: the inputs hash of the published folder
-STATE_VERSION = 3  # bump when the publish stage's summary or output changes (3: parquet by `datasets`, LICENSES.md)
 
 
 @dataclass(frozen=True)
@@ -71,7 +71,7 @@ def _publish_inputs(config: ReleaseConfig) -> str:
     parts = [_file_hash(config.out / "build" / name) for name in ("samples.jsonl", "repositories.jsonl")]
     parts.append(_file_hash(config.out / "instruct" / "instruct.jsonl"))
     parts += [config.context, config.license or "per-repository", config.tokenizer_name or "", repr(config.count_tokens is None),
-              f"state {STATE_VERSION}", f"materialised {config.compare_materialised}"]
+              f"state {PUBLISH_CODE.value()}", f"materialised {config.compare_materialised}"]
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()
 
 

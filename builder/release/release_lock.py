@@ -5,7 +5,7 @@ A lock (`manifests/NAME.lock.json`, beside `NAME.toml`) records, for one build o
 dataset fingerprint (`execrepobench_dataset.load.dataset_fingerprint`: content only), the sha256 of
 `samples.jsonl`, a digest of each repository's sample ids, the manifest's own sha256 and the builder's
 scheme (`scheme_id`: every identifier that changes what a build makes - bump the one that covers a change
-of what samples are, e.g. `context.CONTEXT_SCHEME` for the context ranking).  `check` compares a build
+of what samples are, e.g. `schemes.CONTEXT_SCHEME` for the context ranking).  `check` compares a build
 with it and names the repositories that differ.  A lock is written from a real build
 (`execrepobench fingerprint OUT --write-lock FILE`) whenever the scheme or the manifest changes; the
 test suite fails while the packaged lock names another scheme or manifest than the code's.
@@ -20,21 +20,13 @@ from typing import Iterable
 
 from execrepobench_dataset.load import OpenedDataset
 from execrepobench_dataset.record import Sample
-from execrepobench_dataset.repo_record import ENV_KEY_SCHEMA
+from execrepobench_dataset.schemes import RELEASE_LOCK_FORMAT, RELEASE_SCHEMES
 from execrepobench_dataset.version import __version__
-
-from ..preparation.lock import LOCK_SCHEMA
-from ..sampling.context import CONTEXT_SCHEME
-from ..verification.mix import MIX_NAME
-from ..verification.verify import GUARD_RECORDING, VERIFY_SCHEME
-
-LOCK_FORMAT = 1
 
 
 def scheme_id() -> str:
     """A digest of every identifier that changes what a build of the same manifest makes."""
-    parts = {"builder": __version__, "verify": VERIFY_SCHEME, "guard": GUARD_RECORDING, "mix": MIX_NAME,
-             "lock": LOCK_SCHEMA, "env_key": ENV_KEY_SCHEMA, "context": CONTEXT_SCHEME}
+    parts = {"builder": __version__, **RELEASE_SCHEMES}
     return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:16]
 
 
@@ -53,7 +45,7 @@ def manifest_sha256(path: Path) -> str:
 def lock_of(opened: OpenedDataset, manifest: Path) -> dict:
     """The lock a build (`opened`, a builder folder) gives for `manifest`."""
     samples_file = opened.folder / "samples.jsonl"
-    return {"format": LOCK_FORMAT, "manifest": manifest.name, "manifest_sha256": manifest_sha256(manifest),
+    return {"format": RELEASE_LOCK_FORMAT, "manifest": manifest.name, "manifest_sha256": manifest_sha256(manifest),
             "scheme": scheme_id(), "fingerprint": opened.fingerprint,
             "samples_jsonl_sha256": hashlib.sha256(samples_file.read_bytes()).hexdigest()
             if samples_file.is_file() else None,

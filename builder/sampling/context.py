@@ -37,9 +37,6 @@ from execrepobench_dataset.record import ContextFile
 K1 = 1.5
 B = 0.75
 SCORE_DIGITS = 6  # decimals of a stored context score
-# 2: ranked from the paper's pool (repo_files.context_pool), ties go to the files the masked file imports;
-# part of build keys and of the release lock's scheme
-CONTEXT_SCHEME = 2
 _WORD = re.compile(r"\w+")
 _PART = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z\d]+|[A-Z\d]+|[^\W_]+")
 _PARSERS = threading.local()  # one tree-sitter parser per thread: repositories are built concurrently

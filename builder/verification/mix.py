@@ -39,11 +39,11 @@ from dataclasses import dataclass, field
 from typing import Callable, Mapping, Sequence
 
 from execrepobench_dataset.record import Sample
+from execrepobench_dataset.schemes import MIX_NAME
 from execrepobench_dataset.stats import FILL_LEVEL, LEVELS, PAPER_FILL_COUNTS, level_counts
 
 PAPER_LEVELS = level_counts(PAPER_FILL_COUNTS)
 PAPER_SHARES = {lvl: n / sum(PAPER_LEVELS.values()) for lvl, n in PAPER_LEVELS.items()}
-MIX_NAME = "paper-levels-v4"  # in the build's inputs hash: change it when the quota rule or order changes
 PRIOR_YIELD = 0.5  # share of a level's candidates expected to verify before any was tried
 MIN_YIELD = 0.2
 # Candidates judged by these selection rules wait in reserves, one tier after the other, verified only when a

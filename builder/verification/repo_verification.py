@@ -8,9 +8,10 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Callable, Mapping
 
-from execrepobench_dataset.measurements import MEASUREMENTS_SCHEME, Measurements
+from execrepobench_dataset.measurements import Measurements
 from execrepobench_dataset.record import Sample
 from execrepobench_dataset.repo_record import RepoRecord
+from execrepobench_dataset.schemes import MEASUREMENTS_SCHEME
 from execrepobench_metric.execution.calibration import calibration_s, machine
 from execrepobench_metric.execution.executors.base import Executor
 from execrepobench_metric.execution.judge import JudgeConfig
@@ -21,7 +22,7 @@ from .mix import verify_to_quotas
 from .selection import ImportGraph, region_lines
 from .verify import Outcome, verify_report, verify_samples, with_selection
 
-VERIFY_BATCH = 16  # candidates verified per round of verify_to_quotas
+CANDIDATES_PER_ROUND = 16  # candidates verified per round of verify_to_quotas (at least 2 per parallel run)
 
 
 @dataclass(frozen=True)
@@ -78,7 +79,7 @@ def verify_repo(selected: list[Sample], baseline: Baseline, cov: CoverageMap, se
     else:
         # large batches: candidates of one masked file share their ground-truth runs (ground_truth.py)
         parallel = executor.parallelism if executor else settings.workers
-        mixed = verify_to_quotas(selected, quotas, verify, batch=max(VERIFY_BATCH, 2 * parallel), more=more)
+        mixed = verify_to_quotas(selected, quotas, verify, batch=max(CANDIDATES_PER_ROUND, 2 * parallel), more=more)
         outcomes, kept, mix_report = mixed.outcomes, mixed.kept, mixed.report
     suite_s = statistics.median(baseline.durations_s) if baseline.durations_s else 0.0
     report = {**verify_report(outcomes, kept, len(baseline.passing), suite_s), **mix_report,

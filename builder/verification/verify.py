@@ -54,19 +54,7 @@ from .ground_truth import GroundTruth, check_ground_truth
 from .selection import ImportGraph, select_tests
 
 DROP_REASONS = ("gt_failed", "null_passed", "no_null_fill", "no_tests", "harness_error", "weak_tests")
-VERIFY_BATCH = 2  # samples per executor batch (each is 3 ground-truth runs and a null fill)
-GUARD_RECORDING = 4  # 2: lazy machinery bound before the integrity reference; 3: allowances placed from the shared
-# run by the masked file the guard names (allowances.py); 4: doctest's own linecache swap is not recorded, the
-# plugin manager, items, doctest and _imp watched; what verification records for the in-process guard
-# (Sample.guard_allowed); part of build keys
-VERIFY_SCHEME = 8  # 3: null fill first (fail fast, budgets, pytest order), shared ground truth; 4: exact
-# exclusions with a selection, no example files collected as modules, duplicate node ids; 5: an enforcing
-# ground-truth round whenever the recording round saw something (whatever gt_runs), null fills unguarded,
-# ground-truth runs shared only by candidates with the same test files (by_test_files); 6: the coverage run is
-# one of the baseline runs, hypothesis' wall-clock checks lifted in every run; 7: phase budgets recorded
-# (Sample.phase_budget_s); 8: no budgets in samples (measurements apart, CPU seconds from our plugin), a
-# ground-truth round that timed out runs again with a wider limit, baseline tests that flipped are re-run on
-# their own before they are excluded; part of build keys
+SAMPLES_PER_EXECUTOR_BATCH = 2  # samples in one batch handed to the executor (each: 3 ground-truth runs, a null fill)
 
 
 @dataclass(frozen=True)
@@ -247,7 +235,7 @@ def _on(executor: Executor, fn: Callable[[Any], Any], items: list, record: RepoR
     """fn over `items` on the executor, one batch per environment and slot."""
     batches = [Batch(_repo_of(part[0]), env, part, record if record and record.env_key == env else None)
                for env in dict.fromkeys(key(i) for i in items)
-               for part in split([i for i in items if key(i) == env], VERIFY_BATCH, executor.parallelism)]
+               for part in split([i for i in items if key(i) == env], SAMPLES_PER_EXECUTOR_BATCH, executor.parallelism)]
     return executor.map(fn, batches, config)
 
 

@@ -19,9 +19,9 @@ import json
 import subprocess
 from pathlib import Path
 
+from execrepobench_dataset.schemes import BYTECODE_CODE
 from execrepobench_metric.defaults import TOOL_TIMEOUT_S
 
-BYTECODE_SCHEME = 1  # bump when what is compiled changes (an older environment is then compiled again)
 MARKER = "bytecode.json"
 # Folders of a source tree that are never imported by its tests.
 _SKIP = r"(^|/)(\.git|\.hg|\.tox|\.nox|\.venv|venv|node_modules|build|dist)(/|$)"
@@ -38,7 +38,7 @@ def compile_environment(env_folder: Path, python: str, root: Path, timeout_s: fl
     steps = [[python, "-m", "compileall", "-q", "-j", "0", *site_packages(python)],
              [python, "-m", "compileall", "-q", "-j", "0", "--invalidation-mode", "checked-hash",
               "-x", _SKIP, str(root)]]
-    done = {"scheme": BYTECODE_SCHEME, "steps": []}
+    done = {"scheme": BYTECODE_CODE.value(), "steps": []}
     for argv in steps:
         try:
             proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s, cwd="/",
@@ -52,6 +52,6 @@ def compile_environment(env_folder: Path, python: str, root: Path, timeout_s: fl
 
 def is_compiled(env_folder: Path) -> bool:
     try:
-        return json.loads((env_folder / MARKER).read_text(encoding="utf-8")).get("scheme") == BYTECODE_SCHEME
+        return json.loads((env_folder / MARKER).read_text(encoding="utf-8")).get("scheme") == BYTECODE_CODE.value()
     except (OSError, ValueError, AttributeError):
         return False

@@ -26,13 +26,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from execrepobench_dataset.repo_record import RepoRecord, environment_key
+from execrepobench_dataset.schemes import ENV_JSON_SCHEMA
 
 from .bytecode import compile_environment, is_compiled
 from execrepobench_metric.defaults import TOOL_TIMEOUT_S
 from .layout import env_dir, envs_dir
 from .sources import fetch_pinned
 
-ENV_JSON_SCHEMA = 2
 _HASH_OPT = re.compile(r"\s--hash=")
 
 

@@ -26,6 +26,7 @@ from tqdm import tqdm
 from execrepobench_dataset.errors import ExecRepoBenchError
 from execrepobench_dataset.record import Sample
 from execrepobench_dataset.repo_record import RepoRecord
+from execrepobench_dataset.schemes import JUDGEMENT_CODE
 from execrepobench_metric.environments.layout import cache_root
 
 from .budget import Budget
@@ -35,10 +36,6 @@ from .executors.registry import open_executor
 from .judge import JudgeConfig, Verdict, judge_safely
 from .sandbox import decide_isolation
 
-ENGINE_VERSION = "6"  # 3: the in-process guard (and the execution layer's isolation); 4: budgets, fail fast;
-# 5: phase budgets, hypothesis' wall-clock checks lifted, failure messages in the detail; 6: budgets derived at
-# judging time from the build's measurements (per-test and collection phase budgets); the guard checks the
-# plugin manager, items and doctest, doctest's own swaps are not tampering; `suspicious` reasons
 EXEC_ENV_VAR = "EXECREPOBENCH_ALLOW_EXEC"
 HF_EXEC_ENV_VAR = "HF_ALLOW_CODE_EVAL"  # the opt-in of evaluate's code_eval and of lm-eval: accepted as well
 OPT_IN_MESSAGE = (
@@ -76,7 +73,7 @@ def require_opt_in(allow_exec: bool | None) -> None:
 
 def result_key(sample: Sample, completion: str, config: JudgeConfig, budget: Budget | None = None) -> str:
     completed = sample.prefix_code + completion + sample.suffix_code
-    parts = [ENGINE_VERSION, sample.sample_id, sample.env_key, hashlib.sha256(completed.encode()).hexdigest(),
+    parts = [JUDGEMENT_CODE.value(), sample.sample_id, sample.env_key, hashlib.sha256(completed.encode()).hexdigest(),
              config.selection, list(sample.judged_tests), list(sample.excluded_tests), list(sample.test_command),
              str(config.isolation), config.timeout_s, config.guard, list(sample.guard_allowed),
              budget.key() if budget is not None and config.timeout_s is None else None, config.fail_fast]
