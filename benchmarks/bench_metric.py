@@ -123,7 +123,7 @@ def main() -> int:
         print("no verified samples in", args.samples, file=sys.stderr)
         return 2
     conf = JudgeConfig(isolation=decide_isolation(allow_weak=False)[0], timeout_s=args.timeout,
-                       selection=args.selection)
+                       selection=args.selection, canaries=True)  # as the metric judges: with canary tests
     opened = open_dataset(args.samples)  # budgets as the metric derives them: from the build's measurements
     budgets = budgets_for(samples, measurements_for(samples, opened.measurements_by_env()))
     print(f"budgets: {describe(samples, budgets, args.timeout)['rule']}; load {args.load}", file=sys.stderr)

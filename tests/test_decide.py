@@ -1,7 +1,7 @@
 """`judge.decide` without a sandbox: a table of frozen run results -> verdicts, one row per branch of the
 chain (what the plan found, the CPU budget, the guard's stream, timeouts, unfinished sessions, phase
-budgets, collection errors, failing / missing / inconsistent / skipped tests, the exit code).  A tracer
-proves that the table reaches every `return` of `decide` and of the guard's stream reading."""
+budgets, collection errors, failing / missing / inconsistent / skipped tests, the canaries, the exit
+code).  A tracer proves that the table reaches every `return` of `decide` and of the guard's stream reading."""
 import dataclasses
 import inspect
 import signal
@@ -13,6 +13,7 @@ from conftest import make_sample
 from execrepobench_dataset.record import FILL_STATEMENT
 from execrepobench_metric.execution import judge as judge_module
 from execrepobench_metric.execution.budget import PHASE_MARK, Budget
+from execrepobench_metric.execution.canaries import Canary, CanaryPlan
 from execrepobench_metric.execution.guard import NEVER_STARTED, GuardEvidence
 from execrepobench_metric.execution.guard_verdict import guarded_run
 from execrepobench_metric.execution.judge import JudgeConfig, RunPlan, RunResult, decide
@@ -20,6 +21,7 @@ from execrepobench_metric.execution.junit import ERROR, FAILED, PASSED, SKIPPED
 from execrepobench_metric.execution.limits import Limits
 from execrepobench_metric.execution.process import ProcessResult
 from execrepobench_metric.execution.pytest_run import PytestRun
+from execrepobench_metric.execution.sandbox import ViewFile
 from test_dataset import of
 
 A, B = "tests/test_core.py::test_add", "tests/test_core.py::test_add_neg"
@@ -31,6 +33,11 @@ PLAN = RunPlan(WRONG)
 BUDGETED = RunPlan(WRONG, limits=Limits(cpu_seconds=4), budget=Budget(run_s=3.5, collect_s=2.0))
 XCPU = -int(signal.SIGXCPU)
 CONF = JudgeConfig(timeout_s=60)
+# canaries (canaries.py): one that must pass, placed before the judged tests, and one that must fail, last
+PASSES, FAILS = "tests/test_add_order.py::test_add_range", "tests/test_add_limit.py::test_limit"
+CANARIES = dataclasses.replace(PLAN, canaries=CanaryPlan(
+    (Canary(PASSES, PASSED), Canary(FAILS, FAILED)),
+    (ViewFile("tests/test_add_order.py", ""), ViewFile("tests/test_add_limit.py", ""))))
 
 
 def run(outcomes=None, *, rc=0, finished=True, timed_out=False, stderr="", collected=None, plugin=None,
@@ -107,6 +114,15 @@ CASES = {
     "a judged test skipped": (PLAN, run({A: PASSED, B: SKIPPED}), CONF,
                               (False, "failed", (B,), "a judged test was skipped")),
     "exit code": (PLAN, run(rc=1), CONF, (False, "crashed", (), "pytest exit code 1")),
+    "a canary that must fail reported passed": (CANARIES, run({PASSES: PASSED, A: FAILED, B: None, FAILS: PASSED},
+                                                              rc=1), CONF, (False, "tampering", (), "canary:passed")),
+    "canaries cut the run short": (CANARIES, run({FAILS: FAILED, A: None, B: None, PASSES: None}, rc=1), CONF,
+                                   (False, "error", (), "the canary tests cut the run short")),
+    "a canary missing": (CANARIES, run({PASSES: None, A: PASSED, B: PASSED, FAILS: FAILED}, rc=1), CONF,
+                         (False, "tampering", (), "canary:missing")),
+    "canaries held": (CANARIES, run({PASSES: PASSED, A: PASSED, B: PASSED, FAILS: FAILED}, rc=1), CONF,
+                      (True, "passed", (), "")),
+    "canaries not collected": (CANARIES, run(), CONF, (True, "passed", (), "")),
     "passed": (PLAN, run(), CONF, (True, "passed", (), "")),
     "passed through the guard's stream": (PLAN, run(guard=stream()), CONF, (True, "passed", (), "")),
     "suite: excluded tests do not count": (PLAN, run({A: PASSED, B: PASSED, EXCLUDED: FAILED}),
@@ -187,3 +203,13 @@ def test_result_read_is_the_run_the_verdict_read():
     stopped = run(rc=XCPU, guard=stream())
     assert RunResult(BUDGETED, stopped).read() is stopped
     assert RunResult(PLAN, None).read() is None
+
+
+def test_the_canaries_check_is_said_in_the_verdict():
+    """Each verdict read from a run says what its canaries said; the run a rerun replaces says why."""
+    said = {name: decide(RunResult(plan, r), SAMPLE, config).canaries for name, (plan, r, config, _) in CASES.items()
+            if plan.canaries is not None}
+    assert said["canaries held"] == "held: 2 canaries" and said["canaries not collected"].startswith("off: ")
+    assert said["canaries cut the run short"].startswith(judge_module.RERUN)
+    assert said["a canary missing"].startswith("fired: canary:missing")
+    assert decide(RunResult(PLAN, run()), SAMPLE, CONF).canaries == ""  # none planted

@@ -1,6 +1,7 @@
 """Our adversarial corpus (guard_attacks.py) on a real PyPI repository, in the real sandbox: every
 attack passes without the guard (it is real) and is judged tampering / failed with it."""
 import subprocess
+from dataclasses import replace
 
 import pytest
 
@@ -13,6 +14,7 @@ pytestmark = [pytest.mark.pypi, pytest.mark.sandbox]
 # Without the guard every test runs (fail_fast off), as in the official procedure: stopping at the first
 # failure happens to end some attacks early, and that must not be what the corpus shows to catch them.
 ON, OFF = JudgeConfig(timeout_s=120), JudgeConfig(timeout_s=120, guard="off", fail_fast=False)
+JUDGE = JudgeConfig(timeout_s=120, canaries=True)  # as the metric judges (ON: verification, which plants none)
 # pytest and pluggy pinned: several attacks name their internals (as a real attacker would, for the
 # versions it meets), so the proof that each attack works must not drift with new releases.
 MANIFEST = '''[[repo]]
@@ -72,6 +74,9 @@ def test_corpus_is_large_and_spells_no_blocklisted_name(isodate):
         assert sample.guard_allowed == ()  # these ground truths do nothing the guard watches
         assert judge(sample, sample.middle_code, ON).passed
         assert judge(sample, wrong, ON).reason == "failed"
+        truth = judge(sample, sample.middle_code, replace(JUDGE, known_verdicts=False))
+        assert truth.passed and truth.canaries.startswith("held"), truth
+        assert judge(sample, wrong, JUDGE).reason == "failed"
 
 
 @pytest.mark.parametrize("attack", REAL, ids=lambda a: a.name)
@@ -80,5 +85,5 @@ def test_attack_passes_without_the_guard_and_fails_with_it(isodate, attack):
     completion = corpus.completion(attack, indent, wrong)
     unguarded = judge(sample, completion, OFF)
     assert (unguarded.passed, unguarded.reason) == (True, "passed"), unguarded
-    guarded = judge(sample, completion, ON)
+    guarded = judge(sample, completion, JUDGE)
     assert not guarded.passed and guarded.reason in ("tampering", "failed"), guarded

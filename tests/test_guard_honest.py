@@ -17,7 +17,8 @@ from execrepobench_metric.execution.judge import JudgeConfig, judge
 from honest_corpus import DOCREPO_MANIFEST, ast_mutants, collected_ids, fill_of, honest_completions, write_docrepo
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.slow]
-ON = JudgeConfig(timeout_s=120)
+ON = JudgeConfig(timeout_s=120)  # verification (the builder never plants canaries) and judging without canaries
+CANARIES = JudgeConfig(timeout_s=120, canaries=True)  # judging as the metric does
 # (file, masked middle): statements and blocks the doctests and tests run
 # (file, masked middle, the judged tests: those whose id names one of these words)
 DOCREPO_SITES = [
@@ -32,13 +33,18 @@ DOCREPO_SITES = [
 
 
 def _judge_all(samples: list[Sample]) -> list[tuple[str, str, str, str, str]]:
-    """(sample id, file, kind, reason, detail) for every honest completion of every sample."""
+    """(sample id, file, kind, reason, detail) for every honest completion of every sample, judged with
+    canaries; each keeps the verdict it gets without them, and no canary check fires."""
     rows = []
     for sample in samples:
         for kind, completion in honest_completions(sample):
-            v = judge(sample, completion, ON)
+            v, plain = judge(sample, completion, CANARIES), judge(sample, completion, ON)
             rows.append((sample.sample_id, sample.file_name, kind, v.reason, v.detail[:300]))
             assert v.suspicious == (), (kind, completion, v.suspicious)  # nothing its ground truth never does
+            assert (v.reason, v.failing_tests) == (plain.reason, plain.failing_tests), (kind, completion, v, plain)
+            assert not v.canaries.startswith("fired"), (kind, v)
+            if v.passed:
+                assert v.canaries.startswith("held"), (kind, v.canaries)
     return rows
 
 

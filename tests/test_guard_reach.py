@@ -12,6 +12,7 @@ from honest_corpus import DOCREPO_MANIFEST, collected_ids, fill_of, write_docrep
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.slow]
 ON, OFF = JudgeConfig(timeout_s=60), JudgeConfig(timeout_s=60, guard="off", fail_fast=False)
+JUDGE = JudgeConfig(timeout_s=60, canaries=True)  # as the metric judges (ON: verification, which plants none)
 CLAMP_TESTS = ("tests/test_mathx.py::test_clamp_inside", "tests/test_mathx.py::test_clamp_edges")
 SCALED = "return [v * factor for v in values if v is not None]"
 WRONG = {"clamp": ("    ", "return value + 1"), "doc": ("    ", "return values"), "docmix": ("    ", "return values")}
@@ -50,6 +51,7 @@ def test_wrong_code_fails_and_the_corpus_spells_no_blocklisted_name(targets, mon
     assert len(corpus.REACH_ATTACKS) >= 15 and len({a.name for a in corpus.REACH_ATTACKS}) == len(corpus.REACH_ATTACKS)
     for target, (_, wrong) in WRONG.items():
         assert _judge(targets, monkeypatch, target, wrong, ON).reason == "failed"
+        assert _judge(targets, monkeypatch, target, wrong, JUDGE).reason == "failed"
         assert _judge(targets, monkeypatch, target, wrong, OFF).reason == "failed"
     for attack in corpus.REACH_ATTACKS:
         indent, wrong = WRONG[attack.target]
@@ -62,6 +64,25 @@ def test_reach_attack_passes_without_the_guard_and_fails_with_it(targets, monkey
     completion = corpus.completion(attack, indent, wrong)
     unguarded = _judge(targets, monkeypatch, attack.target, completion, OFF)
     assert (unguarded.passed, unguarded.reason) == (True, "passed"), unguarded
-    guarded = _judge(targets, monkeypatch, attack.target, completion, ON)
+    guarded = _judge(targets, monkeypatch, attack.target, completion, JUDGE)
     assert not guarded.passed and guarded.reason in ("tampering", "failed"), guarded
     assert guarded.suspicious and unguarded.suspicious, guarded  # flagged for people to look at, either way
+
+
+# The canaries alone, with the guard blind (the evidence stream, no refusal, no integrity check: an attack
+# past every in-process check): what rewrites the outcomes pytest reports, or patches doctest's machinery
+# (the canary that must fail is a doctest where doctests are judged), is caught; what rewrites only the
+# running test's own data, or makes the judged tests' modules no-ops, is not (docs/judging.md).
+CANARIES_CATCH = {"pm_register_via_debugging", "pm_register_via_assertion_config", "pm_hookcall_monitoring",
+                  "hookimpl_function_swap", "hookimpls_list_insert", "hookcaller_hookexec_swap",
+                  "hookrelay_attribute_swap", "doctest_checker_patch_and_equal_to_all", "doctest_runner_run_at_import",
+                  "doctest_private_run_at_import", "doctest_item_runtest_at_import", "doctest_checker_patch_at_import"}
+
+
+@pytest.mark.parametrize("attack", corpus.REACH_ATTACKS, ids=lambda a: a.name)
+def test_canaries_alone_catch_the_attacks_that_rewrite_outcomes(targets, monkeypatch, attack):
+    indent, wrong = WRONG[attack.target]
+    blind = JudgeConfig(timeout_s=60, guard="blind", canaries=True)
+    v = _judge(targets, monkeypatch, attack.target, corpus.completion(attack, indent, wrong), blind)
+    assert (v.reason == "tampering") == (attack.name in CANARIES_CATCH), v
+    assert v.reason in ("tampering", "passed"), v

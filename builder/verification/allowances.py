@@ -2,7 +2,7 @@
 recording run of several masked files, when the run itself says whose each event was.
 
 With several masked files the guard names, for each event it records, every masked file with a frame
-on the stack when it happened (`_execrepobench_guard_hook.sensitive`): exactly what a run of that file
+on the stack when it happened (`_execrepobench_guard_evidence.sensitive`): exactly what a run of that file
 alone would have attributed to it.  An event with no masked file on the stack is a change the guard
 found in a protected namespace (an integrity event).  A change in a test module's namespace
 (`integrity:tests:<module>[.<Class>]:<name>`, e.g. a class attribute a lexer sets on first use) goes to

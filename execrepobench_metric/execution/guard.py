@@ -23,7 +23,7 @@ from pathlib import Path
 
 from execrepobench_metric.defaults import PROBE_TIMEOUT_S
 
-GUARD_MODES = ("enforce", "record", "off")
+GUARD_MODES = ("enforce", "record", "off", "blind")  # "blind": evidence without refusals (tests only)
 BOOTSTRAP = "_execrepobench_guard"
 SETTINGS_VAR = "EXECREPOBENCH_GUARD"
 _RANK = {"passed": 0, "skipped": 1, "failed": 2, "error": 3}
@@ -34,7 +34,9 @@ NEVER_STARTED = "the guard never started"
 class GuardSetup:
     """How the guard runs for one judged run."""
 
-    mode: str  # "enforce": completion events fail the run; "record": they are only reported
+    # "enforce": completion events fail the run; "record": they are only reported; "blind" (tests only): the
+    # stream is written but nothing is refused or checked - an attacker that got past every in-process check
+    mode: str
     masked_file: str  # repo-relative path of the file whose code is judged
     allowed: tuple[str, ...] = ()  # event kinds the ground truth triggers itself (Sample.guard_allowed)
     # More files whose code counts as the judged code: only for verification's ground-truth runs shared
@@ -42,8 +44,8 @@ class GuardSetup:
     also_masked: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        if self.mode not in ("enforce", "record"):
-            raise ValueError(f"guard mode {self.mode!r}: use 'enforce' or 'record'")
+        if self.mode not in ("enforce", "record", "blind"):
+            raise ValueError(f"guard mode {self.mode!r}: use 'enforce', 'record' or 'blind'")
 
 
 @dataclass(frozen=True)

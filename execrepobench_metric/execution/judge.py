@@ -6,8 +6,9 @@ A completion passes only if: the completed file compiles; the sandboxed pytest r
 in-process guard (`guard.py`, `pytest_plugin/_execrepobench_guard*.py`), streamed an intact evidence
 record in which the guard refused nothing the masked file did (beyond what its ground truth does
 too), pytest finished its session, and every judged test was collected and reported passed; pytest's
-junit XML agrees with that record; and neither its time budget nor the timeout ran out.  Neither the
-exit code nor anything printed decides a pass.
+junit XML agrees with that record; neither its time budget nor the timeout ran out; and the run's
+canary tests (`canaries.py`: outcomes only this process knows) ended as drawn.  Neither the exit code
+nor anything printed decides a pass.
 
 Speed without a weaker verdict: the run stops at the first failing test (`fail_fast`: the verdict is
 decided then), the run's CPU time is bounded by the sample's time budget (`budget.py`), and the
@@ -19,6 +20,7 @@ against our plugin's files, which the code under test can rewrite.
 """
 from __future__ import annotations
 
+import json
 import os
 import time
 import traceback
@@ -31,6 +33,7 @@ from execrepobench_dataset.record import Sample
 from execrepobench_metric.environments.venvs import find_environment
 
 from .budget import PHASE_MARK, Budget, out_of_budget, run_limits
+from .canaries import CanaryCheck, CanaryPlan, check_canaries, plan_canaries
 from .guard import GUARD_MODES, GuardSetup
 from .guard_verdict import guarded_run
 from .junit import ERROR, FAILED, PASSED, SKIPPED
@@ -43,6 +46,7 @@ from .suspicious import suspicious
 # failure, any exception while judging), not the model's; it is counted and reported apart.
 REASONS = ("passed", "failed", "syntax_error", "tampering", "timeout", "crashed", "missing_tests",
            "inconsistent_report", "error")
+RERUN = "rerun: "  # a verdict's `canaries` when the canaries cut the run short (decide -> judge_run)
 CONFIG_FILES = ("pytest.ini", ".pytest.ini", "pyproject.toml", "setup.cfg", "tox.ini", "conftest.py")
 @dataclass(frozen=True)
 class Verdict:
@@ -58,20 +62,22 @@ class Verdict:
     guard_events: tuple[str, ...] = ()  # record mode: what the completion did that the guard watches
     # what the completion touches that its ground truth never does (suspicious.py): a flag, not a verdict
     suspicious: tuple[str, ...] = ()
+    canaries: str = ""  # the canary check of the run (canaries.py): "held: ...", "off: why", "fired: ..."; "" none
 
     def to_dict(self) -> dict:
         return {"sample_id": self.sample_id, "passed": self.passed, "reason": self.reason,
                 "failing_tests": list(self.failing_tests), "duration_s": round(self.duration_s, 3),
                 "stderr_tail": self.stderr_tail, "sandbox": self.sandbox, "detail": self.detail,
                 "harness_error": self.reason == "error", "artifacts": self.artifacts,
-                "guard_events": list(self.guard_events), "suspicious": list(self.suspicious)}
+                "guard_events": list(self.guard_events), "suspicious": list(self.suspicious),
+                "canaries": self.canaries}
 
     @classmethod
     def from_dict(cls, d: dict) -> "Verdict":
         return cls(d["sample_id"], bool(d["passed"]), d["reason"], tuple(d.get("failing_tests", ())),
                    float(d.get("duration_s", 0.0)), d.get("stderr_tail", ""), d.get("sandbox", ""),
                    d.get("detail", ""), d.get("artifacts", ""), tuple(d.get("guard_events", ())),
-                   tuple(d.get("suspicious", ())))
+                   tuple(d.get("suspicious", ())), d.get("canaries", ""))
 
 
 @dataclass(frozen=True)
@@ -83,8 +89,12 @@ class JudgeConfig:
     stderr_cap: int = 2000
     # The in-process guard: "enforce" (default: what the completion may not do fails it as tampering,
     # unless the ground truth does it too), "record" (verification: report what the ground truth does),
-    # "off" (no guard: only for tests that show an attack is real).
+    # "off" (no guard: only for tests that show an attack is real), "blind" (the evidence stream without
+    # refusals or integrity checks: only for tests, the strongest attacker inside the process).
     guard: str = "enforce"
+    # Canary tests among the judged ones (canaries.py): the metric plants them in every judged run; the
+    # builder's runs (baseline, verification) never do, so what a build makes does not depend on them.
+    canaries: bool = False
     fail_fast: bool = True  # stop at the first failing test: the verdict is decided then
     # The ground truth's verdict is known from verification: a completed file byte-identical to the
     # original is not run again.  Off where the point is to run it (verification, prepare's gold check).
@@ -134,6 +144,7 @@ class RunPlan:
     readonly: tuple[str, ...] = ()  # repo-relative paths kept read-only in the run's view
     guard: GuardSetup | None = None  # None: no guard (guard="off")
     budget: Budget | None = None  # the CPU budgets in force (None: a wall-clock timeout)
+    canaries: CanaryPlan | None = None  # the canary tests planted in the run (None: none by this configuration)
 
 
 @dataclass(frozen=True)
@@ -170,9 +181,18 @@ def judge_run(sample: Sample, completion: str, config: JudgeConfig, evidence: Pa
     plan = plan_run(sample, completion, config, also_masked=also_masked, budget=budget)
     run = None if plan.invocation is None else run_pytest(
         plan.invocation, isolation=config.isolation, replacement=(sample.file_name, plan.completed),
-        readonly=plan.readonly, limits=plan.limits, evidence=evidence, guard=plan.guard)
+        readonly=plan.readonly, limits=plan.limits, evidence=evidence, guard=plan.guard,
+        added=plan.canaries.files if plan.canaries is not None else ())
+    if run is not None and plan.canaries is not None and evidence is not None:  # after the run: never in its reach
+        (evidence / "canaries.json").write_text(json.dumps(plan.canaries.to_dict(), indent=1), encoding="utf-8")
     result = RunResult(plan, run, time.monotonic() - start)
-    return decide(result, sample, config), result.read()
+    verdict = decide(result, sample, config)
+    if verdict.canaries.startswith(RERUN):  # the canaries cut this run short: judged by a run without them
+        again, rerun = judge_run(sample, completion, replace(config, canaries=False), evidence,
+                                 also_masked=also_masked, budget=budget)
+        return replace(again, canaries=f"off: {verdict.canaries[len(RERUN):]} (judged by a run without canaries)"), \
+            rerun
+    return verdict, result.read()
 
 
 def plan_run(sample: Sample, completion: str, config: JudgeConfig, *, also_masked: tuple[str, ...] = (),
@@ -208,22 +228,31 @@ def plan_run(sample: Sample, completion: str, config: JudgeConfig, *, also_maske
                      if p != sample.file_name)
     guard = None if config.guard == "off" else GuardSetup(config.guard, sample.file_name, sample.guard_allowed,
                                                           also_masked)
-    return RunPlan(completed, invocation=inv, limits=limits, readonly=readonly, guard=guard, budget=budget)
+    canaries = plan_canaries(root, select, inv.pytest_args) if config.canaries and select and config.guard != "record" \
+        else None
+    if canaries is not None and not canaries.off:  # the canaries join the selection (sorted in) and the run's files
+        inv = replace(inv, select=tuple(sorted({*select, *canaries.ids})), targets=canaries.targets)
+    return RunPlan(completed, invocation=inv, limits=limits, readonly=readonly, guard=guard, budget=budget,
+                   canaries=canaries)
 
 
 def decide(result: RunResult, sample: Sample, config: JudgeConfig) -> Verdict:
     """The verdict: pure (a frozen value in, a verdict out; nothing runs or is read).  The chain, most
     specific first: what the plan found (syntax error, no environment, known verdict); a spent CPU budget;
     what the guard's stream alone decides; a timeout; an unfinished session; a spent phase budget;
-    collection errors; failing, missing, inconsistently reported or skipped judged tests; the exit code."""
+    collection errors; failing, missing, inconsistently reported or skipped judged tests; the canaries
+    (`canaries.py`: a rewrite they show is `tampering`; when they cut the run short, an `error` whose
+    `canaries` starts with RERUN - `judge_run` then judges it by a run without them); the exit code."""
     plan, budget = result.plan, result.plan.budget
     events: tuple[str, ...] = ()  # what the guard saw, once its stream is read
+    check = CanaryCheck()  # what the canaries say, once the run is read
 
     def verdict(passed: bool, reason: str, **kw) -> Verdict:
         return Verdict(sample.sample_id, passed, reason, duration_s=result.duration_s, sandbox=str(config.isolation),
                        guard_events=events, suspicious=suspicious(sample.original_code, plan.completed,
                                                                   sample.file_name,
-                                                                  events if config.guard == "enforce" else ()), **kw)
+                                                                  events if config.guard == "enforce" else ()),
+                       canaries=check.label, **kw)
 
     if plan.syntax_error is not None:
         return verdict(False, "syntax_error", detail=plan.syntax_error)
@@ -253,6 +282,13 @@ def decide(result: RunResult, sample: Sample, config: JudgeConfig) -> Verdict:
     if not run.finished:
         return verdict(False, "crashed", stderr_tail=tail,
                        detail=f"pytest did not finish its session (exit code {run.exit_code})")
+    select = judged_tests(sample, config.selection)
+    check = check_canaries(plan.canaries, collected=run.collected, outcomes=run.outcomes, cross=run.plugin_outcomes,
+                           unmatched=run.unmatched, judged=select)
+    if check.state == "rerun":  # the harness's canaries cut the run short: never the completion's verdict
+        return verdict(False, "error", stderr_tail=tail, detail=f"the canary tests cut the run short: {check.note}")
+    if check.state == "fired" and check.always:  # no honest run reports this
+        return verdict(False, "tampering", stderr_tail=tail, detail=check.note)
     broken = tuple(name for name, status in run.unmatched.items() if status in (FAILED, ERROR))
     spent = next((t for t, said in run.messages.items() if PHASE_MARK in said), None)
     if spent is not None:  # collection or a test used up the phase budget (our plugin stopped it)
@@ -261,7 +297,6 @@ def decide(result: RunResult, sample: Sample, config: JudgeConfig) -> Verdict:
     if broken:  # a test module that no longer imports: its tests were never collected
         return verdict(False, "failed", failing_tests=broken, stderr_tail=tail,
                        detail="collection errors" + _said(run.messages, broken))
-    select = judged_tests(sample, config.selection)
     expected = select or tuple(t for t in run.collected if t not in set(sample.excluded_tests))
     missing = [t for t in expected if run.outcomes.get(t) is None]
     failing = tuple(t for t in expected if run.outcomes.get(t) not in (PASSED, SKIPPED, None))
@@ -279,7 +314,9 @@ def decide(result: RunResult, sample: Sample, config: JudgeConfig) -> Verdict:
     if select and any(run.outcomes.get(t) != PASSED for t in select):
         return verdict(False, "failed", failing_tests=tuple(t for t in select if run.outcomes.get(t) != PASSED),
                        stderr_tail=tail, detail="a judged test was skipped")
-    if run.exit_code not in (0,):
+    if check.state == "fired":  # every judged test passed, and a canary was not reported as drawn
+        return verdict(False, "tampering", stderr_tail=tail, detail=check.note)
+    if run.exit_code != check.exit_code:  # 1 when a canary failed as drawn
         return verdict(False, "crashed", stderr_tail=tail, detail=f"pytest exit code {run.exit_code}")
     return verdict(True, "passed")
 

@@ -21,7 +21,7 @@ from .junit import (ERROR, FAILED, JunitError, junit_key, parse_junit_durations,
                     parse_junit_messages, results_by_nodeid)
 from .limits import Limits
 from .process import ProcessResult
-from .sandbox import Isolation, SandboxRun, run_sandboxed
+from .sandbox import Isolation, SandboxRun, ViewFile, run_sandboxed
 
 PLUGIN_DIR = Path(__file__).parent / "pytest_plugin"
 PLUGIN_NAME = "_execrepobench_collect"
@@ -56,6 +56,8 @@ class PytestInvocation:
     max_fail: int = 0  # stop after this many failing tests (0: run everything); the verdict is decided then
     # CPU seconds per phase, for our plugin: {"collect": s, "tests": {node id: s}, "default": s} (None: no limits)
     phase_budgets: Mapping | None = None
+    # With a selection: the files pytest is given, in this order (default: the selection's files, sorted)
+    targets: tuple[str, ...] = ()
 
     def test_command(self) -> tuple[str, ...]:
         """The command a person would type (recorded in samples), without our bookkeeping flags:
@@ -83,7 +85,7 @@ class PytestInvocation:
     def argv(self, junit_path: Path) -> list[str]:
         # With a selection, pytest collects the selected tests' files and our plugin keeps only the
         # selected ids (EXECREPOBENCH_SELECT): an unknown id then cannot abort the whole run.
-        targets = list(collected_files(self.select)) if self.select else list(self.test_paths)
+        targets = list(self.targets or collected_files(self.select)) if self.select else list(self.test_paths)
         runner = [self.python, "-m", "pytest"]
         if self.coverage_data is not None:
             rcfile = self.coverage_data.parent / "coveragerc"
@@ -157,11 +159,13 @@ def clean_env(inv: PytestInvocation, *, home: Path) -> dict[str, str]:
 
 def run_pytest(inv: PytestInvocation, *, isolation: Isolation, replacement: tuple[str, str] | None = None,
                readonly: tuple[str, ...] = (), limits: Limits | None = None,
-               evidence: Path | None = None, guard: GuardSetup | None = None) -> PytestRun:
+               evidence: Path | None = None, guard: GuardSetup | None = None,
+               added: tuple[ViewFile, ...] = ()) -> PytestRun:
     """Run pytest for `inv` in a private view of the tree (`sandbox.run_sandboxed`), with
-    `replacement` applied.  `evidence`: a folder that receives the command, the junit XML, the
-    plugin's records, capped stdout/stderr and timing (kept even when the run raises).  `guard`:
-    run pytest under the in-process guard and return its record too (and keep it in `evidence`)."""
+    `replacement` applied and the `added` files in the view (read-only).  `evidence`: a folder that
+    receives the command, the junit XML, the plugin's records, capped stdout/stderr and timing (kept
+    even when the run raises).  `guard`: run pytest under the in-process guard and return its record
+    too (and keep it in `evidence`)."""
     with tempfile.TemporaryDirectory(prefix="erb-run-") as tmp:
         out = Path(tmp)
         junit, collect = out / "junit.xml", out / "collected.json"
@@ -191,7 +195,7 @@ def run_pytest(inv: PytestInvocation, *, isolation: Isolation, replacement: tupl
                           timeout_s=inv.timeout_s)
         run = SandboxRun(tuple(argv), inv.root, out, env, inv.timeout_s, replacement=replacement,
                          readonly=readonly, visible=(Path(inv.python).parents[1], PLUGIN_DIR),
-                         limits=limits or Limits(), pass_fds=channel.pass_fds if channel else ())
+                         limits=limits or Limits(), pass_fds=channel.pass_fds if channel else (), added=added)
         proc = run_sandboxed(run, isolation)
         guard_record = None
         if channel is not None:

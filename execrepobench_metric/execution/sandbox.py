@@ -1,4 +1,5 @@
-"""Run a command against a private, writable view of a repository with one file replaced.
+"""Run a command against a private, writable view of a repository with one file replaced (and, for a
+judged run, the canary test files the judge adds: `ViewFile`, read-only in the view).
 
 Strong mode ("bwrap"): a private mount namespace (`unshare -m`) mounts an overlayfs whose lower
 layer is the original tree and whose upper layer is a size-capped tmpfs holding the completed file;
@@ -19,6 +20,7 @@ no other mode (no "host" runs).
 """
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 from dataclasses import dataclass, field
@@ -33,13 +35,17 @@ from .process import ProcessResult, run_command
 
 TMPFS_SIZE = "256m"  # cap on what one run may write into its view
 
+# The files of the view (the completed file, files the judge adds) are staged under $staged with their
+# repo-relative paths, and copied into the overlay's upper layer with their modification times.
 _MOUNT_SCRIPT = r"""set -e
-mnt="$1"; rel="$2"; replacement="$3"; lower="$4"; shift 4
+mnt="$1"; staged="$2"; lower="$3"; shift 3
 mount -t tmpfs -o size=%s,mode=0755 erb-view "$mnt"
 mkdir -p "$mnt/upper" "$mnt/work" "$mnt/merged"
-if [ -n "$rel" ]; then
-  mkdir -p "$mnt/upper/$(dirname "$rel")"
-  cp "$replacement" "$mnt/upper/$rel"
+if [ -n "$staged" ]; then
+  (cd "$staged" && find . -type f) | while IFS= read -r rel; do
+    mkdir -p "$mnt/upper/$(dirname "$rel")"
+    cp -p "$staged/$rel" "$mnt/upper/$rel"
+  done
 fi
 mount -t overlay erb-overlay -o "lowerdir=$lower,upperdir=$mnt/upper,workdir=$mnt/work" "$mnt/merged"
 exec "$@"
@@ -62,6 +68,15 @@ class SandboxUnavailable(ExecRepoBenchError, RuntimeError):
 
 
 @dataclass(frozen=True)
+class ViewFile:
+    """A file the judge adds to a run's view (read-only there), e.g. a canary test module."""
+
+    path: str  # repo-relative
+    text: str
+    mtime: float | None = None  # its modification time in the view (None: when it was written)
+
+
+@dataclass(frozen=True)
 class SandboxRun:
     argv: tuple[str, ...]
     root: Path  # original tree; the view appears at this path
@@ -73,6 +88,7 @@ class SandboxRun:
     visible: tuple[Path, ...] = ()  # host paths the run must still see if they live under /tmp
     limits: Limits = field(default_factory=Limits)
     pass_fds: tuple[int, ...] = ()  # descriptors the command inherits (the guard's key pipe and stream)
+    added: tuple[ViewFile, ...] = ()  # files that appear in the view only (read-only there)
 
 
 def strong_available() -> str | None:
@@ -121,6 +137,8 @@ def _bwrap_args(run: SandboxRun, merged: Path) -> list[str]:
     for rel in run.readonly:
         if (run.root / rel).exists():
             args += ["--ro-bind", str(merged / rel), str(run.root / rel)]
+    for added in run.added:
+        args += ["--ro-bind", str(merged / added.path), str(run.root / added.path)]
     # --cap-drop ALL: bwrap started as root would otherwise leave the run nearly every capability
     # (e.g. reading another process's memory from a child it spawns).
     args += ["--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
@@ -130,16 +148,29 @@ def _bwrap_args(run: SandboxRun, merged: Path) -> list[str]:
     return args + ["--", *run.argv]
 
 
+def _write_view_files(run: SandboxRun, tree: Path) -> None:
+    """The completed file and the added files, written into `tree` (the staged upper layer or a copy)."""
+    files = ((ViewFile(*run.replacement),) if run.replacement is not None else ()) + run.added
+    for file in files:
+        path = tree / file.path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(file.text, encoding="utf-8")
+        if file.mtime is not None:
+            os.utime(path, (file.mtime, file.mtime))
+
+
+def _stage(run: SandboxRun, staged: Path) -> str:
+    staged.mkdir()
+    _write_view_files(run, staged)
+    return str(staged)
+
+
 def _run_strong(run: SandboxRun, scratch: Path) -> ProcessResult:
     mnt = scratch / "mnt"
     mnt.mkdir(exist_ok=True)
-    rel, replacement = "", ""
-    if run.replacement is not None:
-        rel = run.replacement[0]
-        replacement = str(scratch / "replacement")
-        Path(replacement).write_text(run.replacement[1], encoding="utf-8")
+    staged = _stage(run, scratch / "staged") if run.replacement is not None or run.added else ""
     argv = ["unshare", "--mount", "--propagation", "private", "--", "sh", "-c", _MOUNT_SCRIPT, "sh",
-            str(mnt), rel, replacement, str(run.root), *_bwrap_args(run, mnt / "merged")]
+            str(mnt), staged, str(run.root), *_bwrap_args(run, mnt / "merged")]
     group = PidsCgroup.create(run.limits.processes)
     try:
         return run_command(argv, cwd=Path("/"), env={"PATH": "/usr/local/bin:/usr/bin:/bin"},
@@ -152,8 +183,7 @@ def _run_strong(run: SandboxRun, scratch: Path) -> ProcessResult:
 def _run_weak(run: SandboxRun, scratch: Path) -> ProcessResult:
     copy = scratch / "copy"
     shutil.copytree(run.root, copy, symlinks=True)
-    if run.replacement is not None:
-        (copy / run.replacement[0]).write_text(run.replacement[1], encoding="utf-8")
+    _write_view_files(run, copy)
     env = dict(run.env)
     env["PYTHONPATH"] = ":".join(p for p in (str(copy), str(copy / "src"), env.get("PYTHONPATH", "")) if p)
     argv = [a.replace(str(run.root), str(copy)) for a in run.argv]

@@ -16,9 +16,11 @@ import time
 SETTINGS_VAR = "EXECREPOBENCH_GUARD"
 # Top-level names of the modules whose namespaces (and classes) must not change once repository code
 # may run: the test machinery, the import system, and what the guard's own wrappers replace.
-PROTECTED_PREFIXES = ("pytest", "_pytest", "pluggy", "unittest", "__main__", "_execrepobench_collect",
-                      "_execrepobench_guard", "_execrepobench_guard_hook", "_execrepobench_guard_integrity",
-                      "_execrepobench_guard_attribution", "_execrepobench_guard_machinery", "importlib", "_frozen_importlib", "_frozen_importlib_external", "builtins", "threading",
+GUARD_MODULES = ("_execrepobench_guard", "_execrepobench_guard_hook", "_execrepobench_guard_integrity",
+                 "_execrepobench_guard_attribution", "_execrepobench_guard_machinery", "_execrepobench_guard_evidence",
+                 "_execrepobench_guard_calls", "_execrepobench_guard_reports")
+PROTECTED_PREFIXES = ("pytest", "_pytest", "pluggy", "unittest", "__main__", "_execrepobench_collect", *GUARD_MODULES,
+                      "importlib", "_frozen_importlib", "_frozen_importlib_external", "builtins", "threading",
                       "_thread", "signal", "_signal", "os", "posix", "_imp", "posixpath", "pathlib", "faulthandler",
                       "logging", "traceback", "linecache", "doctest")
 # Standard-library code that takes a frame and hands out only text (see `consumers`): the modules it
@@ -28,9 +30,7 @@ CONSUMER_MODULES = ("logging", "traceback", "linecache")
 # protected namespaces are checked in turns, one part after each test, and all at the session's end.
 HOT = ("builtins", "__main__", "_pytest.runner", "_pytest.reports", "_pytest.python", "_pytest.outcomes",
        "_pytest.raises", "_pytest.skipping", "_pytest.unittest", "pluggy._hooks", "pluggy._callers",
-       "pluggy._execution", "pluggy._result", "_execrepobench_collect", "_execrepobench_guard",
-       "_execrepobench_guard_hook", "_execrepobench_guard_integrity", "_execrepobench_guard_attribution",
-       "_execrepobench_guard_machinery", "doctest", "_pytest.doctest")
+       "pluggy._execution", "pluggy._result", "_execrepobench_collect", *GUARD_MODULES, "doctest", "_pytest.doctest")
 # Names the machinery itself rebinds while it runs ("module" or "module.Class"; "*": in every class):
 # pytest's capture and per-test assertion hooks, exception hooks, the import system's state.
 REBOUND = {"sys": ("stdin", "stdout", "stderr", "__stdin__", "__stdout__", "__stderr__", "last_type", "last_value",
