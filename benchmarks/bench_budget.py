@@ -22,13 +22,13 @@ import tempfile
 import time
 from pathlib import Path
 
-from execrepobench.builder.workload import reformatted
 from execrepobench_dataset.load import open_dataset
 from execrepobench_metric.execution.budget import budgets_for, run_limits
 from execrepobench_metric.execution.judge import JudgeConfig, judge
 from execrepobench_metric.execution.sandbox import decide_isolation
 
 sys.path.insert(0, str(Path(__file__).parent))
+from workload import reformatted  # noqa: E402
 from _common import spinning, verified_samples  # noqa: E402
 
 

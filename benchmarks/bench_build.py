@@ -15,7 +15,7 @@ import tempfile
 from pathlib import Path
 
 from execrepobench.builder.build import BuildConfig, build
-from execrepobench.builder.manifest import default_manifest_path, load_manifest
+from execrepobench.builder.sources.manifest import default_manifest_path, load_manifest
 
 
 def main() -> None:

@@ -16,7 +16,7 @@ import pathlib
 import random
 import time
 
-from execrepobench.builder.context import RepoContextIndex
+from execrepobench.builder.sampling.context import RepoContextIndex
 
 
 def load_repo(repo: str | None) -> dict[str, str]:

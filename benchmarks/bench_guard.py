@@ -22,11 +22,11 @@ import tokenize
 from collections import defaultdict
 from pathlib import Path
 
-from execrepobench.builder.agreement import compiles_in_place
 from execrepobench_metric.execution.judge import JudgeConfig, judge
 
 sys.path.insert(0, str(Path(__file__).parent))
 sys.path.insert(0, str(Path(__file__).parents[1] / "tests"))
+from agreement import compiles_in_place  # noqa: E402
 from _common import verified_samples  # noqa: E402
 from guard_attacks import old_blocklist_hits  # noqa: E402
 

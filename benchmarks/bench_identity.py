@@ -23,7 +23,7 @@ import sys
 import time
 from pathlib import Path
 
-from execrepobench.builder.release_lock import repo_digests
+from execrepobench.builder.release.release_lock import repo_digests
 from execrepobench_dataset.load import open_dataset
 
 sys.path.insert(0, str(Path(__file__).parent))

@@ -10,7 +10,7 @@ tests in their recorded order, stop at the first failure, the sample's time budg
     .venv/bin/python benchmarks/bench_metric.py --samples ... --selection suite    # agreement of our selection
     .venv/bin/python benchmarks/bench_metric.py --samples ... --suite-too  # both in one run (suite not timed)
 
-Workload per sample (`builder/workload.py`): ground truth, ground truth reformatted (same AST), null
+Workload per sample (`benchmarks/workload.py`): ground truth, ground truth reformatted (same AST), null
 fill, two wrong variants, one completion that never terminates.  Pairs run one after the other,
 alternating which procedure goes first, so background load hits both alike.  Prints seconds and the
 ratio per repository and overall, the agreement, and every disagreement with its reason: for each, the
@@ -29,7 +29,6 @@ from collections import defaultdict
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from execrepobench.builder.workload import workload
 from execrepobench_dataset.load import open_dataset
 from execrepobench_metric.environments.measured import describe, measurements_for
 from execrepobench_metric.environments.venvs import find_environment
@@ -40,6 +39,7 @@ from execrepobench_metric.execution.pytest_run import PytestInvocation, clean_en
 from execrepobench_metric.execution.sandbox import decide_isolation
 
 sys.path.insert(0, str(Path(__file__).parent))
+from workload import workload  # noqa: E402
 from _common import spinning, verified_samples  # noqa: E402
 
 OFFICIAL_TIMEOUT_S = 240.0

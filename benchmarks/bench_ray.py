@@ -32,7 +32,7 @@ FIXTURE = Path(__file__).parents[1] / "tests" / "fixtures" / "minirepo"
 
 def build_fixture(out: Path) -> Path:
     from execrepobench.builder.build import BuildConfig, build
-    from execrepobench.builder.manifest import parse_manifest
+    from execrepobench.builder.sources.manifest import parse_manifest
 
     text = f'[[repo]]\nsource = "path:{FIXTURE}"\nname = "minirepo"\nsamples_per_repo = 6\n'
     summary = build(BuildConfig(manifest=parse_manifest(text, out), out=out, baseline_runs=1, progress=False))

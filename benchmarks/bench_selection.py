@@ -12,11 +12,11 @@ import json
 import sys
 from pathlib import Path
 
-from execrepobench.builder.agreement import agreement
 from execrepobench_metric.execution.judge import JudgeConfig
 from execrepobench_metric.execution.sandbox import decide_isolation
 
 sys.path.insert(0, str(Path(__file__).parent))
+from agreement import agreement  # noqa: E402
 from _common import verified_samples  # noqa: E402
 
 

@@ -1,4 +1,5 @@
-"""Per repository: source -> environment -> baseline -> masks -> ranked context -> samples.
+"""The benchmark build: every repository of a manifest through the stages (pipeline.py), its candidates masked
+from its sources (`MaskedCandidates`), then the build's files.
 
 Each repository's result is written under OUT/repos/NAME/ as soon as it is done (samples first,
 report last), keyed by a hash of everything that defines it, so an interrupted or repeated build
@@ -13,18 +14,17 @@ import hashlib
 import json
 import os
 import time
-import traceback
-from datetime import datetime, timezone
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, fields, replace
+from datetime import datetime, timezone
 from pathlib import Path
-from typing import Callable, Mapping
+from typing import Mapping
 
 from tqdm import tqdm
 
 from execrepobench_dataset.measurements import MEASUREMENTS_FILE, Measurements, read_measurements, write_measurements
-from execrepobench_dataset.record import Sample, make_sample_id, read_jsonl, write_jsonl
+from execrepobench_dataset.record import Sample, read_jsonl, write_jsonl
 from execrepobench_dataset.repo_record import RepoRecord, read_repo_records, write_repo_records
 from execrepobench_dataset.schemes import BUILD_SCHEMES
 from execrepobench_dataset.stats import compute_statistics
@@ -33,25 +33,20 @@ from execrepobench_metric.defaults import BASELINE_TIMEOUT_S, VERIFY_TIMEOUT_S
 from execrepobench_metric.environments.measured import keep as keep_measurements
 from execrepobench_metric.execution.executors.base import Executor, ExecutorConfig
 from execrepobench_metric.execution.executors.registry import open_executor
+from execrepobench_metric.execution.judge import JudgeConfig
 from execrepobench_metric.execution.sandbox import Isolation, decide_isolation
 
-from .baseline import Baseline, BaselineError, CoverageError
-from .context import RepoContextIndex
-from .lock import EnvError
-from .manifest import Manifest, RepoSpec, with_resolution_date
-from .masking import MaskConfig, MaskResult, Region, candidate_files, sample_masks, split
-from .mix import level_mask
-from .prepare import prepare
-from .records import with_files
-from .repo_files import context_pool, read_pool, write_atomic
-from .sources import SourceError, fetch
-from .repo_verification import verify_repo
-from .testlayout import NoTestsFound, modules_with_tests
-
-# Errors whose message says it all; any other exception is reported with its traceback.
-REPO_ERRORS = (SourceError, EnvError, BaselineError, NoTestsFound)
-# The stage a repository was in -> the phase its report names when that stage raises.
-PHASES = {"source": "source", "prepare": "baseline", "masking": "masking", "verification": "verification"}
+from .pipeline import Candidates, RepoSettings, Scan, run_repository
+from .preparation.prepare import Prepared
+from .preparation.testlayout import modules_with_tests
+from .report import summarize, write_report
+from .sampling.candidates import make_samples
+from .sampling.masking import MaskConfig, Region, level_mask
+from .sampling.repo_files import context_pool, write_atomic
+from .sources.manifest import Manifest, RepoSpec, with_resolution_date
+from .sources.sources import FetchedSource
+from .verification.mix import level_quotas
+from .verification.repo_verification import VerifySettings
 
 
 @dataclass(frozen=True)
@@ -105,62 +100,53 @@ def _mask_config(spec: RepoSpec, config: BuildConfig) -> MaskConfig:
     return replace(config.mask, samples_per_repo=total)
 
 
+def repo_settings(config: BuildConfig, isolation: Isolation, folder: Path, mask: MaskConfig) -> RepoSettings:
+    """The build's settings of one repository's stages (pipeline.py)."""
+    verify = VerifySettings(JudgeConfig(isolation=isolation, timeout_s=config.judge_timeout_s), workers=config.workers,
+                            gt_runs=config.gt_runs, progress=config.progress, mutants=config.mutants,
+                            min_mutant_kill=config.min_mutant_kill)
+    return RepoSettings(isolation, folder, config.manifest.python, config.baseline_runs, config.baseline_timeout_s,
+                        baseline_workers=config.workers, samples_per_repo=mask.samples_per_repo,
+                        selection_floor=config.selection_floor, verify=verify)
+
+
 @dataclass(frozen=True)
-class MaskedRepo:
-    """One repository masked: its maskable sources, the masks and the context index (built once)."""
+class MaskedCandidates:
+    """The build's candidate step: the repository's sources masked (not its test modules), `oversample`
+    candidates per wanted sample, ranked context from the paper's pool (stored in the repository record), kept
+    at the paper's level mix, and more candidates of a level that verification leaves short."""
 
-    files: list[str]
-    raw: dict[str, bytes]
-    result: MaskResult
-    index: RepoContextIndex
+    spec: RepoSpec
+    seed: int
+    mask: MaskConfig  # samples_per_repo: the samples wanted
+    oversample: int
+    context_tests: bool
+    region: Region | None = None
+    fields: Mapping[str, str] | None = None
+    phase: str = "masking"
 
-    def stats(self) -> dict:
-        return {"files": len(self.files), "skipped_files": self.result.skipped_files,
-                "mask_dropped": dict(sorted(self.result.dropped.items())), "shortfall": self.result.shortfall}
+    def scan(self, fetched: FetchedSource) -> Scan:
+        return Scan()
 
+    def candidates(self, fetched: FetchedSource, prepared: Prepared, pool: dict[str, str], scan: Scan) -> Candidates:
+        context = context_pool(pool, fetched.root, self.context_tests)
+        wanted = self.mask.samples_per_repo
+        masking_config = replace(self.mask, samples_per_repo=wanted * self.oversample)
+        baseline = prepared.baseline
+        exclude = modules_with_tests(fetched.root, prepared.spec.test_paths)
+        excluded_tests = tuple(sorted(set(baseline.excluded) | set(self.spec.exclude_tests)))
 
-def mask_repository(name: str, root: Path, seed: int, mask: MaskConfig, exclude: tuple[str, ...] = (),
-                    pool: dict[str, str] | None = None, region: Region | None = None) -> MaskedRepo:
-    """Mask the repository's sources (not `exclude`: its test paths), inside `region` when given; context over
-    `pool` (all .py files)."""
-    files = candidate_files(root, exclude=exclude)
-    raw = {f: (root / f).read_bytes() for f in files}
-    return MaskedRepo(files, raw, sample_masks(raw, mask, seed, name, region), RepoContextIndex(pool or read_pool(root)))
+        def candidates_of(mask_config: MaskConfig) -> tuple[list[Sample], dict]:
+            return make_samples(self.spec.name, fetched.pinned, fetched.root, prepared.env.key, self.seed,
+                                mask_config, test_command=baseline.test_command, excluded_tests=excluded_tests,
+                                exclude=exclude, pool=context, region=self.region, fields=self.fields)
 
+        def more(needs: dict[str, int], round_: int) -> list[Sample]:  # extra candidates of short levels
+            return [s for level, n in needs.items()
+                    for s in candidates_of(level_mask(masking_config, level, max(12, 6 * n) * (round_ + 1)))[0]]
 
-def make_samples(name: str, pinned: str, root: Path, env_key: str, seed: int, mask: MaskConfig,
-                 baseline: Baseline | None, exclude: tuple[str, ...], pool: dict[str, str] | None = None,
-                 test_paths: tuple[str, ...] = (), region: Region | None = None,
-                 fields: Mapping[str, str] | None = None) -> tuple[list[Sample], dict]:
-    """Mask the repository's sources (not its test paths' modules that define tests; inside `region` when
-    given), attach ranked context: the candidate samples (not yet verified, each with `fields` set) and the
-    masking part of the report."""
-    pool = pool if pool is not None else read_pool(root)
-    masked = mask_repository(name, root, seed, mask, modules_with_tests(root, test_paths), pool, region)
-    raw, result, index, sources = masked.raw, masked.result, masked.index, masked.files
-    samples = []
-    for m in result.masks:
-        prefix, middle, suffix = split(raw[m.file_name], m)
-        fill = m.fill_type
-        paths, scores = index.ranked_paths(m.file_name, prefix, suffix)  # by reference: code is in the record
-        samples.append(Sample(
-            sample_id=make_sample_id(pinned, m.file_name, prefix, middle, suffix, fill),
-            repo_name=name, repo_source=pinned, file_name=m.file_name,
-            prefix_code=prefix, middle_code=middle, suffix_code=suffix,
-            context_code=(), context_paths=paths, context_scores=scores,
-            fill_type=fill, node_type=m.node_type,
-            middle_start_byte=m.start_byte, middle_end_byte=m.end_byte,
-            env_key=env_key, seed=seed, builder_version=__version__,
-            test_command=baseline.test_command if baseline else (),
-            excluded_tests=tuple(sorted(set(baseline.excluded if baseline else ()) | set(exclude))),
-            **dict(fields or {}),
-        ))
-    return samples, {
-        "files": len(sources), "context_files": len(pool), "skipped_files": result.skipped_files,
-        "candidates": len(result.masks) + sum(result.dropped.values()),
-        "dropped": dict(sorted(result.dropped.items())), "shortfall": result.shortfall,
-        "masked": len(samples), "masked_per_fill_type": dict(sorted(Counter(s.fill_type for s in samples).items())),
-    }
+        samples, masking = candidates_of(masking_config)
+        return Candidates(samples, masking, level_quotas(wanted, f"{self.seed}:{self.spec.name}"), more, context)
 
 
 @dataclass(frozen=True)
@@ -176,7 +162,8 @@ class RepoBuild:
 
 def build_repo(spec: RepoSpec, config: BuildConfig, isolation: Isolation,
                executor: Executor | None = None) -> RepoBuild:
-    """One repository built (see `RepoBuild`).  Never raises for the repository's sake."""
+    """One repository built (see `RepoBuild`) and written under OUT/repos/NAME/, or reused from there when
+    its inputs hash is that of a finished build.  Never raises for the repository's sake."""
     folder = config.out / "repos" / spec.name
     mask = _mask_config(spec, config)
     key = _inputs_hash(spec, config, mask, isolation)
@@ -187,61 +174,19 @@ def build_repo(spec: RepoSpec, config: BuildConfig, isolation: Isolation,
             return RepoBuild(list(read_jsonl(folder / "samples.jsonl")), {**old, "reused": True},
                              next(read_repo_records(record_path)), next(read_measurements(measured_path), None))
     t0 = time.monotonic()
-    lap = _lap_clock()
-    stage, parts, timings, kept = "source", {}, {}, []
-    record: RepoRecord | None = None
-    measured: Measurements | None = None
-    try:
-        fetched = fetch(spec)
-        parts["pinned"] = fetched.pinned
-        timings["fetch_s"] = lap()
-        stage = "prepare"
-        prepared = prepare(spec, fetched, config.manifest.python, runs=config.baseline_runs,
-                           timeout_s=config.baseline_timeout_s, isolation=isolation,
-                           samples_per_repo=mask.samples_per_repo, workers=config.workers,
-                           coverage_data=folder / "coverage.sqlite")
-        lap()
-        record = prepared.record
-        parts.update(prepared.report)
-        timings.update(prepared.timings)
-        stage = "masking"
-        pool = read_pool(fetched.root)  # every .py file: the import graph that selects tests
-        context = context_pool(pool, fetched.root, config.context_tests)
-        record = with_files(record, context)  # the context pool, stored once per repository
-        wanted = mask.samples_per_repo
-        masking_config = replace(mask, samples_per_repo=wanted * config.oversample)
-
-        def candidates_of(mask_config: MaskConfig) -> tuple[list[Sample], dict]:
-            return make_samples(spec.name, fetched.pinned, fetched.root, prepared.env.key, config.manifest.seed,
-                                mask_config, prepared.baseline, tuple(spec.exclude_tests), context,
-                                prepared.spec.test_paths, config.regions.get(spec.name),
-                                config.sample_fields.get(spec.name))
-
-        def more(needs: dict[str, int], round_: int) -> list[Sample]:  # extra candidates of short levels
-            return [s for level, n in needs.items()
-                    for s in candidates_of(level_mask(masking_config, level, max(12, 6 * n) * (round_ + 1)))[0]]
-
-        candidates, masking = candidates_of(masking_config)
-        parts.update(masking)
-        timings["masking_s"] = lap()
-        if candidates:
-            stage = "verification"
-            kept, verified, measured = verify_repo(candidates, wanted, prepared.baseline, prepared.coverage, pool,
-                                                   config, isolation, spec.name, more, executor, prepared.record)
-            parts.update(verified)
-            timings["verify_s"] = lap()
-        status = "ok" if kept else "empty"
-        if not kept:
-            parts["reason"] = ("no candidate passed verification" if candidates else "no mask survived the filters")
-    except Exception as exc:  # noqa: BLE001 - the boundary of one repository: report it, go on
-        kept, status = [], "error"
-        parts.update(phase=_phase(stage, exc), **error_entry(exc))
+    step = MaskedCandidates(spec, config.manifest.seed, mask, config.oversample, config.context_tests,
+                            config.regions.get(spec.name), config.sample_fields.get(spec.name))
+    run = run_repository(spec, repo_settings(config, isolation, folder, mask), step, executor)
+    kept, status = run.kept, run.status
+    parts = {**run.report, **(run.verified.report if run.verified else {})}
+    if status == "empty":
+        parts["reason"] = "no candidate passed verification" if run.selected else "no mask survived the filters"
     report = {"repo": spec.name, "source": spec.source, "inputs_hash": key, **parts, "status": status,
               "samples": len(kept), "per_fill_type": dict(sorted(Counter(s.fill_type for s in kept).items())),
-              "timings": {k: round(v, 2) for k, v in timings.items()}, "time_s": round(time.monotonic() - t0, 2)}
+              "timings": {k: round(v, 2) for k, v in run.timings.items()}, "time_s": round(time.monotonic() - t0, 2)}
     folder.mkdir(parents=True, exist_ok=True)
-    record = record if status == "ok" else None  # a repository that failed or ended empty ships nothing
-    measured = measured if status == "ok" else None
+    record = run.record if status == "ok" else None  # a repository that failed or ended empty ships nothing
+    measured = run.verified.measurements if status == "ok" and run.verified else None
     write_atomic(folder / "samples.jsonl", lambda p: write_jsonl(kept, p))
     write_atomic(record_path, lambda p: write_repo_records([record] if record else [], p))
     write_atomic(measured_path, lambda p: write_measurements([measured] if measured else [], p))
@@ -249,32 +194,6 @@ def build_repo(spec: RepoSpec, config: BuildConfig, isolation: Isolation,
         keep_measurements(measured)  # judging these samples by record, without this folder, finds them too
     write_atomic(report_path, lambda p: p.write_text(json.dumps(report, indent=1, sort_keys=True), encoding="utf-8"))
     return RepoBuild(kept, report, record, measured)
-
-
-def _lap_clock() -> Callable[[], float]:
-    """A function that returns the seconds since it was last called (or made)."""
-    mark = [time.monotonic()]
-
-    def lap() -> float:
-        now = time.monotonic()
-        elapsed, mark[0] = now - mark[0], now
-        return elapsed
-    return lap
-
-
-def error_entry(exc: Exception, expected: tuple[type[Exception], ...] = REPO_ERRORS) -> dict:
-    """A report's `reason` for an exception, plus its `traceback` unless the error was expected."""
-    if isinstance(exc, expected):
-        return {"reason": str(exc)}
-    return {"reason": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc()[-4000:]}
-
-
-def _phase(stage: str, exc: Exception) -> str:
-    if stage == "prepare" and isinstance(exc, EnvError):
-        return "environment"
-    if stage == "prepare" and isinstance(exc, CoverageError):
-        return "coverage"  # the baseline's coverage run
-    return PHASES[stage]
 
 
 def _build_repos(repos: list[RepoSpec], config: BuildConfig, isolation: Isolation,
@@ -303,8 +222,6 @@ def build(config: BuildConfig) -> dict:
     """Build every selected repository; write OUT/samples.jsonl, OUT/repositories.jsonl (one record per ok
     repository), OUT/measurements.jsonl (what this machine measured: never part of the fingerprint) and
     OUT/build_report.{json,md}."""
-    from .report import summarize, write_report
-
     repos = list(config.manifest.repos)
     if config.only:
         unknown = sorted(set(config.only) - {r.name for r in repos})

@@ -2,11 +2,13 @@
 
 Each line (`repo_name`, `file_name`, `prefix_code`, `middle_code`, `suffix_code`, `context_code` as
 `[path, code]` pairs, `fill_type`) becomes one of our `Sample`s, and is then checked exactly as the
-builder checks its own samples: per repository a `path:` source over `REPOS/<repo_name>` (snapshotted,
-pinned as `path:NAME#tree=HASH`: ids do not depend on where repos.zip was unpacked), a lock and the
-environment made from it (records in OUT/repositories.jsonl), our sandboxed baseline, one coverage run,
-test selection and verification.  A line whose prefix+middle+suffix is not the file on disk is skipped
-(`mismatched_file`); a repository that cannot be fetched, installed or tested is a report entry.
+builder checks its own samples - each repository goes through the build's own stages (`pipeline.py`),
+with the lines as its candidates (`OfficialLines`) instead of masks: a `path:` source over
+`REPOS/<repo_name>` (snapshotted, pinned as `path:NAME#tree=HASH`: ids do not depend on where repos.zip
+was unpacked), a lock and the environment made from it (records in OUT/repositories.jsonl), our
+sandboxed baseline, one coverage run, test selection and verification.  A line whose prefix+middle+suffix
+is not the file on disk is skipped (`mismatched_file`); a repository that cannot be fetched, installed or
+tested is a report entry.
 
 Test command - a deliberate decision: every official repository ships `evaluate_repo.py`, which reports
 only an exit code.  Our verdicts need per-test outcomes (junit XML, our plugin, judged test selection,
@@ -32,16 +34,16 @@ from execrepobench_dataset.repo_record import RepoRecord, write_repo_records
 from execrepobench_dataset.version import __version__
 from execrepobench_metric.defaults import BASELINE_TIMEOUT_S, VERIFY_TIMEOUT_S
 from execrepobench_metric.execution.judge import JudgeConfig
-from execrepobench_metric.execution.sandbox import decide_isolation
+from execrepobench_metric.execution.sandbox import Isolation, decide_isolation
 
-from .baseline import Baseline
-from .build import error_entry
-from .repo_files import read_pool, write_atomic
-from .manifest import RepoSpec
-from .prepare import prepare
-from .selection import ImportGraph
-from .sources import SourceError, fetch
-from .verify import DROP_REASONS, verify_samples, with_selection
+from .pipeline import Candidates, RepoSettings, Scan, run_repository
+from .preparation.baseline import Baseline
+from .preparation.prepare import Prepared
+from .sampling.repo_files import write_atomic
+from .sources.manifest import RepoSpec
+from .sources.sources import FetchedSource
+from .verification.repo_verification import VerifySettings
+from .verification.verify import DROP_REASONS
 
 ENTRY_POINT = "evaluate_repo.py"
 NODE_TYPE = "official"
@@ -157,86 +159,80 @@ def to_sample(line: OfficialLine, file_name: str, pinned: str, env_key: str, bas
 
 
 @dataclass(frozen=True)
-class ImportConfig:
-    verify: bool = True
-    workers: int = 2
-    progress: bool = True
-    baseline_runs: int = 3
-    gt_runs: int = 3
-    python: str | None = None
-    baseline_timeout_s: float = BASELINE_TIMEOUT_S
-    judge_timeout_s: float = VERIFY_TIMEOUT_S
+class OfficialLines:
+    """The importer's candidate step (pipeline.py): a repository's lines of the official JSONL, those whose
+    prefix+middle+suffix is the file in its tree, as samples (a line that repeats an earlier one is skipped)."""
 
+    folder: Path  # the repository's folder in the repos directory
+    lines: tuple[OfficialLine, ...]
+    phase: str = "conversion"
 
-def _import_repo(name: str, group: list[OfficialLine], repos: Path, out: Path, config: ImportConfig, *,
-                 jconf: JudgeConfig) -> tuple[list[Sample], list[Sample], dict]:
-    """(all converted samples with their selection, kept samples, report entry) of one repository."""
-    folder = repos / name
-    entry = (folder / ENTRY_POINT).relative_to(repos).as_posix() if (folder / ENTRY_POINT).is_file() else None
-    report: dict = {"repo": name, "folder": str(folder), "status": "error", "official_entry_point": entry,
-                    **{k: 0 for k in COUNTS}, "lines": len(group), "skipped_lines": [], "outcomes": []}
-    verify, progress = config.verify, config.progress
-    if not verify:
-        report.update({k: None for k in ("gt_failed", "null_passed", "no_null_fill", "no_tests")})
-    t0 = time.monotonic()
-    converted: list[Sample] = []
-    kept: list[Sample] = []
-    try:
-        if not folder.is_dir():
-            raise SourceError(f"{name}: no folder {folder} for this repo_name in the repos directory")
-        spec = RepoSpec(name=name, source=f"path:{folder}")
-        fetched = fetch(spec)
-        report["pinned"] = fetched.pinned
-        matched = []
-        for line in group:
+    def scan(self, fetched: FetchedSource) -> Scan:
+        matched, skipped = [], []
+        for line in self.lines:
             rel, why = _mismatch(fetched.root, line)
             if rel is None:
-                report["skipped_lines"].append({"line": line.lineno, "file_name": line.file_name,
-                                             "reason": "mismatched_file", "detail": why})
+                skipped.append({"line": line.lineno, "file_name": line.file_name, "reason": "mismatched_file",
+                                "detail": why})
             else:
                 matched.append((line, rel))
-        report["mismatched"] = len(report["skipped_lines"])
-        if not matched:
-            raise SourceError(f"{name}: no line matches the files of {folder}")
-        # evaluate_repo.py is the official harness, not repository code: never imported by the check
-        prepared = prepare(spec, fetched, config.python, runs=config.baseline_runs,
-                           timeout_s=config.baseline_timeout_s, isolation=jconf.isolation,
-                           skip_modules=(ENTRY_POINT[:-3],), coverage_data=out / "repos" / name / "coverage.sqlite")
-        report.update(prepared.report)
-        env, baseline = prepared.env, prepared.baseline
-        report["test_command"] = list(baseline.test_command)
-        lineno_of: dict[str, int] = {}
-        for line, rel in matched:
-            sample = to_sample(line, rel, fetched.pinned, env.key, baseline)
+        refusal = "" if matched else f"{fetched.name}: no line matches the files of {self.folder}"
+        return Scan({"skipped_lines": skipped, "mismatched": len(skipped)}, tuple(matched), refusal)
+
+    def candidates(self, fetched: FetchedSource, prepared: Prepared, pool: dict[str, str], scan: Scan) -> Candidates:
+        baseline = prepared.baseline
+        skipped, lineno_of, converted = list(scan.report["skipped_lines"]), {}, []
+        for line, rel in scan.found:
+            sample = to_sample(line, rel, fetched.pinned, prepared.env.key, baseline)
             if sample.sample_id in lineno_of:
-                report["duplicates"] += 1
-                report["skipped_lines"].append({"line": line.lineno, "file_name": line.file_name, "reason": "duplicate",
-                                             "detail": f"same sample as line {lineno_of[sample.sample_id]}"})
+                skipped.append({"line": line.lineno, "file_name": line.file_name, "reason": "duplicate",
+                                "detail": f"same sample as line {lineno_of[sample.sample_id]}"})
                 continue
             lineno_of[sample.sample_id] = line.lineno
             converted.append(sample)
-        report["converted"] = len(converted)
-        converted = with_selection(converted, prepared.coverage, ImportGraph(read_pool(fetched.root)), baseline.passing)
-        report["selection_rules"] = dict(sorted(Counter(s.selection_rule for s in converted).items()))
-        if verify:
-            outcomes = verify_samples(converted, jconf, workers=config.workers, gt_runs=config.gt_runs,
-                                      progress=progress, label=f"verify {name}")
-            reasons = Counter(o.reason for o in outcomes)
-            report.update({r: reasons.get(r, 0) for r in DROP_REASONS})
-            report["outcomes"] = [{"line": lineno_of[o.sample.sample_id], "sample_id": o.sample.sample_id,
-                                   "reason": o.reason, "detail": o.detail[:300]} for o in outcomes]
-            kept = [o.sample for o in outcomes if o.kept]
-        else:
-            kept = list(converted)
-        report["kept"] = len(kept)
-        report["status"] = "ok" if kept else "empty"
-        report["repository"] = prepared.record.to_dict()
-    except Exception as exc:  # noqa: BLE001 - one repository never ends the import
-        kept = []  # nothing of a failed repository is shipped
-        report.update(status="error", kept=0, **error_entry(exc))
+        report = {"test_command": list(baseline.test_command), "skipped_lines": skipped,
+                  "duplicates": len(skipped) - len(scan.report["skipped_lines"]), "converted": len(converted)}
+        return Candidates(converted, report, origin=lineno_of)
+
+
+def repo_settings(out: Path, name: str, isolation: Isolation, *, verify: bool, workers: int, progress: bool,
+                  baseline_runs: int, gt_runs: int, python: str | None, baseline_timeout_s: float,
+                  judge_timeout_s: float) -> RepoSettings:
+    """The importer's settings of one repository's stages: what differs from the build's is that the official
+    harness (evaluate_repo.py) is never imported, baseline runs go one at a time, every converted line is
+    verified (no level quotas, no mutants), a null fill's run is bounded by the judge's timeout."""
+    checks = VerifySettings(JudgeConfig(isolation=isolation, timeout_s=judge_timeout_s), workers=workers,
+                            gt_runs=gt_runs, progress=progress, null_budgets=False)
+    return RepoSettings(isolation, out / "repos" / name, python, baseline_runs, baseline_timeout_s,
+                        skip_modules=(ENTRY_POINT[:-3],), verify=checks if verify else None)
+
+
+def _import_repo(name: str, group: list[OfficialLine], repos: Path,
+                 settings: RepoSettings) -> tuple[list[Sample], list[Sample], dict]:
+    """(all converted samples with their selection, kept samples, report entry) of one repository."""
+    folder = repos / name
+    entry = (folder / ENTRY_POINT).relative_to(repos).as_posix() if (folder / ENTRY_POINT).is_file() else None
+    t0 = time.monotonic()
+    run = run_repository(RepoSpec(name=name, source=f"path:{folder}"), settings, OfficialLines(folder, tuple(group)))
+    report: dict = {"repo": name, "folder": str(folder), "official_entry_point": entry, **{k: 0 for k in COUNTS},
+                    "lines": len(group), "skipped_lines": [], "outcomes": [], **run.report}
+    if settings.verify is None:
+        report.update({k: None for k in ("gt_failed", "null_passed", "no_null_fill", "no_tests")})
+    if run.selected:
+        report["selection_rules"] = dict(sorted(Counter(s.selection_rule for s in run.selected).items()))
+    if run.verified is not None:
+        outcomes, lineno_of = run.verified.outcomes, run.candidates.origin
+        reasons = Counter(o.reason for o in outcomes)
+        report.update({r: reasons.get(r, 0) for r in DROP_REASONS})
+        report["outcomes"] = [{"line": lineno_of[o.sample.sample_id], "sample_id": o.sample.sample_id,
+                               "reason": o.reason, "detail": o.detail[:300]} for o in outcomes]
+    report.update(kept=len(run.kept), status=run.status)
+    if run.status != "error":
+        report["repository"] = run.record.to_dict()
     report["null_passed_share"] = _share(report)
     report["time_s"] = round(time.monotonic() - t0, 2)
-    return converted, kept, report
+    converted = run.selected or (run.candidates.samples if run.candidates else [])
+    return converted, run.kept, report
 
 
 def _share(counts: dict) -> float | None:
@@ -263,18 +259,17 @@ def import_official(jsonl: Path, repos: Path, out: Path, *, verify: bool = True,
     for line in lines:
         groups.setdefault(line.repo_name, []).append(line)
     out.mkdir(parents=True, exist_ok=True)
-    config = ImportConfig(verify=verify, workers=workers, progress=progress, baseline_runs=baseline_runs,
-                          gt_runs=gt_runs, python=python, baseline_timeout_s=baseline_timeout_s,
-                          judge_timeout_s=judge_timeout_s)
     isolation, note = decide_isolation(allow_weak_sandbox)
-    jconf = JudgeConfig(isolation=isolation, timeout_s=judge_timeout_s)
     all_samples: list[Sample] = []
     kept: list[Sample] = []
     reports: dict[str, dict] = {}
     bar = tqdm(sorted(groups), desc="import-official", unit="repo", disable=not progress)
     for name in bar:
         bar.set_postfix_str(name)
-        converted, repo_kept, report = _import_repo(name, groups[name], repos, out, config, jconf=jconf)
+        settings = repo_settings(out, name, isolation, verify=verify, workers=workers, progress=progress,
+                                 baseline_runs=baseline_runs, gt_runs=gt_runs, python=python,
+                                 baseline_timeout_s=baseline_timeout_s, judge_timeout_s=judge_timeout_s)
+        converted, repo_kept, report = _import_repo(name, groups[name], repos, settings)
         all_samples += converted
         kept += repo_kept
         reports[name] = report

@@ -11,7 +11,7 @@ from execrepobench_dataset.record import FILL_TYPES
 from execrepobench_dataset.stats import Statistics, level_counts, mix_rows, mix_within_tolerance
 from execrepobench_dataset.version import __version__
 
-from .manifest import Manifest
+from .sources.manifest import Manifest
 
 CHARTS_DIR = "charts"
 

@@ -2,8 +2,8 @@
 
 Two kinds.  *Set by hand*: a number or name bumped when what it covers changes in a way no code digest
 can see (a rule of the benchmark, an on-disk format).  Those marked PUBLISHED enter the benchmark's
-identity - the release lock's `scheme_id` (`builder/release_lock.py`), every repository's build inputs
-hash, or the samples themselves (environment keys): bump one only together with a rebuilt release lock
+identity - the release lock's `scheme_id` (`builder/release/release_lock.py`), every repository's build
+inputs hash, or the samples themselves (environment keys): bump one only together with a rebuilt release lock
 (`tests/test_release_lock.py` fails until then).  *Derived* (`DerivedKey`): a digest of the source of the
 modules a cache entry depends on, so an edit there invalidates the entry without anyone remembering a
 bump; only keys that enter no published fingerprint are derived.
@@ -33,8 +33,8 @@ ENV_KEY_SCHEMA = 1
 scheme): a change re-keys, and so re-makes, every environment, and changes the dataset fingerprint."""
 
 LOCK_SCHEMA = 2
-"""How a repository's dependency lock is resolved (`builder/lock.py`: in the lock cache's inputs).
-PUBLISHED (the release lock's scheme): a change resolves every lock again."""
+"""How a repository's dependency lock is resolved (`builder/preparation/lock.py`: in the lock cache's
+inputs).  PUBLISHED (the release lock's scheme): a change resolves every lock again."""
 
 VERIFY_SCHEME = 8
 """What verification keeps and how (null fill, ground-truth rounds, exclusions, budgets, re-runs).
@@ -46,12 +46,12 @@ GUARD_RECORDING = 4
 hash, the release lock's scheme): a change rebuilds every repository."""
 
 MIX_NAME = "paper-levels-v4"
-"""The kept mix: per-level quota rule and the order candidates are verified in (`builder/mix.py`; named in
-the build report).  PUBLISHED (build inputs hash, the release lock's scheme): a change rebuilds every
+"""The kept mix: per-level quota rule and the order candidates are verified in
+(`builder/verification/mix.py`; named in the build report).  PUBLISHED (build inputs hash, the release lock's scheme): a change rebuilds every
 repository."""
 
 CONTEXT_SCHEME = 2
-"""How a sample's cross-file context is ranked (`builder/context.py`).  PUBLISHED (build inputs hash, the
+"""How a sample's cross-file context is ranked (`builder/sampling/context.py`).  PUBLISHED (build inputs hash, the
 release lock's scheme): a change rebuilds every repository."""
 
 BUILD_SCHEMES = MappingProxyType({"guard": GUARD_RECORDING, "verify": VERIFY_SCHEME, "mix": MIX_NAME,
@@ -117,7 +117,8 @@ BYTECODE_CODE = DerivedKey(own_modules=("execrepobench_metric.environments.bytec
 """What `bytecode.compile_environment` compiles and how; replaces the hand-bumped BYTECODE_SCHEME.  Cache
 only: in each environment's `bytecode.json`; a change compiles every environment again (seconds each)."""
 
-PUBLISH_CODE = DerivedKey(modules=("execrepobench_dataset.publish",), own_modules=("execrepobench.builder.release",))
+PUBLISH_CODE = DerivedKey(modules=("execrepobench_dataset.publish",),
+                          own_modules=("execrepobench.builder.release.release",))
 """The publish stage of `execrepobench release` (`execrepobench_dataset.publish` and the stage's summary);
 replaces the hand-bumped STATE_VERSION.  Cache only: in `.release_state.json`; a change publishes again."""
 

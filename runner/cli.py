@@ -63,7 +63,7 @@ def _add_build(p: argparse.ArgumentParser) -> None:
 def _run_build(args: argparse.Namespace) -> int:
     from execrepobench.builder.build import BuildConfig, build
     from execrepobench_metric.execution.executors.base import ExecutorConfig
-    from execrepobench.builder.manifest import default_manifest_path, load_manifest, quickstart_manifest_path
+    from execrepobench.builder.sources.manifest import default_manifest_path, load_manifest, quickstart_manifest_path
 
     path = args.manifest or (quickstart_manifest_path() if args.quickstart else default_manifest_path())
     manifest = load_manifest(path)
@@ -218,7 +218,7 @@ def _add_run(p: argparse.ArgumentParser) -> None:
 
 
 def _run_run(args: argparse.Namespace) -> int:
-    from execrepobench.builder.manifest import default_manifest_path
+    from execrepobench.builder.sources.manifest import default_manifest_path
     from execrepobench.runner.run import RunConfig, run
 
     options = {key: getattr(args, key) for key in ("temperature", "top_p", "seed", "tensor_parallel_size", "base_url",

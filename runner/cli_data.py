@@ -20,8 +20,8 @@ def add_instruct(p: argparse.ArgumentParser) -> None:
 
 
 def run_instruct(args: argparse.Namespace) -> int:
-    from execrepobench.builder.instruct_build import build_instruct
-    from execrepobench.builder.manifest import instruct_manifest_path, load_manifest
+    from execrepobench.builder.instruct.instruct_build import build_instruct
+    from execrepobench.builder.sources.manifest import instruct_manifest_path, load_manifest
 
     if args.benchmark_samples is None:
         print("warning: no --benchmark-samples: the corpus is not decontaminated", file=sys.stderr)
@@ -125,8 +125,8 @@ def add_release(p: argparse.ArgumentParser) -> None:
 def run_release(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
-    from execrepobench.builder.manifest import default_manifest_path, instruct_manifest_path, load_manifest
-    from execrepobench.builder.release import ReleaseConfig, release
+    from execrepobench.builder.sources.manifest import default_manifest_path, instruct_manifest_path, load_manifest
+    from execrepobench.builder.release.release import ReleaseConfig, release
     from execrepobench_dataset.publish import push_to_hub
     from execrepobench_dataset.stats import tokenizer_counter
 

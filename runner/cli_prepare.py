@@ -56,8 +56,8 @@ def add_fingerprint(p: argparse.ArgumentParser) -> None:
 
 
 def _lock_file(name: str) -> Path:
-    from execrepobench.builder.manifest import default_manifest_path, quickstart_manifest_path
-    from execrepobench.builder.release_lock import packaged_lock
+    from execrepobench.builder.release.release_lock import packaged_lock
+    from execrepobench.builder.sources.manifest import default_manifest_path, quickstart_manifest_path
 
     packaged = {"default": default_manifest_path, "quickstart": quickstart_manifest_path}
     return packaged_lock(packaged[name]()) if name in packaged else Path(name)
@@ -70,7 +70,7 @@ def run_fingerprint(args: argparse.Namespace) -> int:
     opened = open_dataset(args.dataset, args.revision)
     print(opened.fingerprint)
     if args.write_lock is not None:
-        from execrepobench.builder.release_lock import lock_of
+        from execrepobench.builder.release.release_lock import lock_of
 
         if args.manifest is None or not args.manifest.is_file():
             raise UsageError("--write-lock needs --manifest TOML (the manifest this folder was built from)")
@@ -78,7 +78,7 @@ def run_fingerprint(args: argparse.Namespace) -> int:
                                    encoding="utf-8")
         print(f"wrote {args.write_lock}")
     if args.expect is not None:
-        from execrepobench.builder.release_lock import check
+        from execrepobench.builder.release.release_lock import check
 
         path = _lock_file(args.expect)
         try:

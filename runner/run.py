@@ -85,7 +85,7 @@ def open_source(config: RunConfig) -> OpenedDataset:
 
 def _build(config: RunConfig) -> Path:
     from execrepobench.builder.build import BuildConfig, build
-    from execrepobench.builder.manifest import load_manifest, quickstart_manifest_path
+    from execrepobench.builder.sources.manifest import load_manifest, quickstart_manifest_path
     from execrepobench_metric.execution.executors.base import ExecutorConfig
 
     path = config.manifest or quickstart_manifest_path()

@@ -151,9 +151,10 @@ _TEMPLATE_LIST = (
              file_block="\n## {path}\n{code}", target_outer="\n{path}\n## Suffix code of {path}\n",
              target_inner="\n## Prefix code of {path}\n", comment="# "),
     # Instruct models, rendered later with the tokenizer's chat template.  User layout = this project's
-    # Repo-Instruct records (builder/instruct.py render_user), so evaluation matches the training data.
+    # Repo-Instruct records (builder/instruct/instruct.py render_user), so evaluation matches the training data.
     Template("chat", "chat", "instruct models: ##Context Code## / ##Prefix Code## / ##Suffix Code## / ##Middle Code##",
-             "builder/instruct.py (render_user); ExecRepoBench utils/prompt_template.py REPO_COMPLETE_TEMPLATE",
+             "builder/instruct/instruct.py (render_user); "
+             "ExecRepoBench utils/prompt_template.py REPO_COMPLETE_TEMPLATE",
              repo_header="##Context Code##:\n", file_block="##File: {path}##\n{code}\n",
              tail="##Prefix Code##:\n{prefix}\n##Suffix Code##:\n{suffix}\n##Middle Code##:\n", system=SYSTEM_PROMPT),
     # --- the official ExecRepoBench eval.py prompts, byte for byte (tests/data/official_prompts.json) -------------

@@ -172,7 +172,7 @@ def minirepo(tmp_path) -> Path:
 def built_minirepo(tmp_path_factory, private_cache):
     """The fixture repository built by the real builder (path source, uv env, sandboxed baseline)."""
     from execrepobench.builder.build import BuildConfig, build
-    from execrepobench.builder.manifest import parse_manifest
+    from execrepobench.builder.sources.manifest import parse_manifest
     from execrepobench_metric.environments.venvs import find_environment
 
     base = tmp_path_factory.mktemp("built")
@@ -236,9 +236,9 @@ def prepared_local_repo(base: Path, repo: Path) -> dict:
 def prepared_repo(manifest_text: str, base: Path) -> dict:
     """A repository prepared by the real builder (pinned source, locked uv environment, sandboxed
     baseline) without masking or verification: what `make_sample` needs to make samples by hand."""
-    from execrepobench.builder.manifest import parse_manifest
-    from execrepobench.builder.prepare import prepare
-    from execrepobench.builder.sources import fetch
+    from execrepobench.builder.sources.manifest import parse_manifest
+    from execrepobench.builder.preparation.prepare import prepare
+    from execrepobench.builder.sources.sources import fetch
     from execrepobench_metric.execution.sandbox import decide_isolation
 
     manifest = parse_manifest(manifest_text, base)

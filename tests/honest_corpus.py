@@ -19,7 +19,7 @@ from pathlib import Path
 from execrepobench_dataset.record import FILL_BLOCK, FILL_STATEMENT, Sample
 from execrepobench_metric.execution.fills import null_fill
 
-from execrepobench.builder.workload import reformatted
+from workload import reformatted  # benchmarks/ (setup.cfg: pytest's pythonpath)
 
 _SWAP = {ast.Add: ast.Sub, ast.Sub: ast.Add, ast.Mult: ast.Add, ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Gt: ast.GtE,
          ast.GtE: ast.Gt, ast.Eq: ast.NotEq, ast.NotEq: ast.Eq, ast.And: ast.Or, ast.Or: ast.And,

@@ -4,8 +4,8 @@ import ast
 import pytest
 
 from conftest import make_sample
-from execrepobench.builder.mutants import mutants
-from execrepobench.builder.verify import verify_samples
+from execrepobench.builder.verification.mutants import mutants
+from execrepobench.builder.verification.verify import verify_samples
 from execrepobench_metric.execution.judge import JudgeConfig
 
 EDGES, INSIDE = "tests/test_mathx.py::test_clamp_edges", "tests/test_mathx.py::test_clamp_inside"
@@ -51,8 +51,8 @@ def test_verification_counts_killed_mutants_and_drops_weak_tests(built_minirepo)
 
 
 def test_build_report_gives_what_adequacy_cost():
-    from execrepobench.builder.manifest import Manifest
     from execrepobench.builder.report import markdown, summarize
+    from execrepobench.builder.sources.manifest import Manifest
 
     repos = [{"repo": "a", "status": "ok", "samples": 1, "null_runs_s": 10.0, "gt_runs_s": 20.0, "mutant_runs": 3,
               "mutant_runs_s": 6.0},

@@ -2,7 +2,7 @@
 import pytest
 
 from conftest import make_sample
-from execrepobench.builder.agreement import agreement, mutants
+from agreement import agreement, mutants  # benchmarks/
 from execrepobench_metric.execution.judge import JudgeConfig
 
 needs_bwrap = pytest.mark.sandbox
@@ -32,7 +32,7 @@ def test_agreement_on_fixture_samples(built_minirepo):
 @pytest.mark.pypi
 def test_agreement_on_a_real_repository(tmp_path, cache_dir):
     from execrepobench.builder.build import BuildConfig, build
-    from execrepobench.builder.manifest import parse_manifest
+    from execrepobench.builder.sources.manifest import parse_manifest
     from execrepobench_dataset.record import read_jsonl
 
     text = '[[repo]]\nsource = "pypi:toolz==1.2.0"\ntest_paths = ["toolz/tests"]\nsamples_per_repo = 4\n'

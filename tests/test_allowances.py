@@ -1,9 +1,9 @@
-"""Placing what a shared ground-truth recording run saw (builder/allowances.py): by the masked file the
+"""Placing what a shared ground-truth recording run saw (builder/verification/allowances.py): by the masked file the
 guard named, a test module's change to every candidate of the run, anything else nowhere (None)."""
 from __future__ import annotations
 
 from conftest import make_sample
-from execrepobench.builder.allowances import attribute
+from execrepobench.builder.verification.allowances import attribute
 
 
 def test_events_go_to_the_file_named_and_test_module_changes_to_all():

@@ -3,10 +3,9 @@ estimates: the pure parts, no sandbox."""
 import ast
 from dataclasses import replace
 
-from execrepobench.builder.baseline import Baseline
-from execrepobench.builder.ground_truth import GroundTruth, estimate_s, measured, with_measurements
-from execrepobench.builder.selection import covering_first
-from execrepobench.builder.workload import HANG_EXPR, KINDS, never_terminating, reformatted, workload
+from execrepobench.builder.preparation.baseline import Baseline
+from execrepobench.builder.verification.ground_truth import GroundTruth, estimate_s, measured, with_measurements
+from execrepobench.builder.verification.selection import covering_first
 import pytest
 
 from conftest import make_sample
@@ -22,6 +21,8 @@ from execrepobench_metric.execution.budget import (BUDGET_FACTOR, BUDGET_FLOOR_S
 from execrepobench_metric.execution.limits import CPU_GRACE_S, Limits
 from execrepobench_metric.execution.process import ProcessResult
 from execrepobench_metric.execution.pytest_run import PytestRun
+
+from workload import HANG_EXPR, KINDS, never_terminating, reformatted, workload  # benchmarks/
 
 
 
@@ -162,7 +163,7 @@ def test_old_records_budget_fields_are_measurements_and_dropped():
 
 
 def test_tests_that_flipped_at_baseline_are_kept_only_when_every_rerun_passes(monkeypatch, tmp_path):
-    from execrepobench.builder import baseline as baseline_module
+    from execrepobench.builder.preparation import baseline as baseline_module
     from execrepobench_metric.execution.pytest_run import PytestInvocation
     from execrepobench_metric.execution.sandbox import Isolation
 
@@ -182,7 +183,7 @@ def test_tests_that_flipped_at_baseline_are_kept_only_when_every_rerun_passes(mo
 
 
 def test_parametrized_tests_whose_ids_vary_are_excluded_by_their_prefix():
-    from execrepobench.builder.baseline import varying_ids
+    from execrepobench.builder.preparation.baseline import varying_ids
 
     absent = {"t.py::test_f[a-expected3]", "t.py::test_g", "u.py::C::test_h[x-1]"}
     assert varying_ids(absent) == ("t.py::test_f[", "u.py::C::test_h[")

@@ -3,10 +3,10 @@ from pathlib import Path
 
 import pytest
 
-from execrepobench.builder.baseline import baseline_invocations
 from execrepobench.builder.build import BuildConfig, build
-from execrepobench.builder.manifest import parse_manifest
-from execrepobench.builder.masking import candidate_files
+from execrepobench.builder.preparation.baseline import baseline_invocations
+from execrepobench.builder.sampling.masking import candidate_files
+from execrepobench.builder.sources.manifest import parse_manifest
 from execrepobench_dataset.record import FILL_TYPES, read_jsonl
 from execrepobench_dataset.repo_record import read_repo_records
 from execrepobench_metric.environments.venvs import find_environment

@@ -61,8 +61,8 @@ def test_user_facing_errors_share_the_base_and_keep_their_builtin_one():
     from execrepobench.builder.live.candidates import CandidateError
     from execrepobench.builder.live.snapshot import LiveInputError
     from execrepobench.builder.live.window import WindowError
-    from execrepobench.builder.manifest import ManifestError
     from execrepobench.builder.official import OfficialFormatError
+    from execrepobench.builder.sources.manifest import ManifestError
     from execrepobench.runner.backends.hf import BackendUnavailable
     from execrepobench.runner.compare import CompareError
     from execrepobench.runner.run import BuildFailed

@@ -1,11 +1,11 @@
-"""Tests for builder/context.py: cross-file context ranking (imports first, then BM25), leak-free."""
+"""Tests for builder/sampling/context.py: cross-file context ranking (imports first, then BM25), leak-free."""
 from __future__ import annotations
 
 import importlib.util
 import pathlib
 import random
 
-from execrepobench.builder.context import RepoContextIndex, imported_paths, tokenize
+from execrepobench.builder.sampling.context import RepoContextIndex, imported_paths, tokenize
 from execrepobench_dataset.record import ContextFile
 
 # Lexical noise shared with the masked files below, so BM25 alone would NOT put the imported files first.
@@ -257,7 +257,7 @@ def test_real_package_sibling_import_ranked_first():
 
 
 def test_the_context_pool_is_the_papers_unless_tests_are_asked_for(tmp_path):
-    from execrepobench.builder.repo_files import context_pool, read_pool
+    from execrepobench.builder.sampling.repo_files import context_pool, read_pool
 
     for rel in ("pkg/__init__.py", "pkg/core.py", "pkg/test_core.py", "tests/test_pkg.py", "test/helpers.py",
                 "docs/conf.py", "build/lib/pkg/core.py", "setup.py", "conftest.py"):

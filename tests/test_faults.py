@@ -4,10 +4,10 @@ import json
 
 import pytest
 
-import execrepobench.builder.build as build_module
+import execrepobench.builder.pipeline as pipeline_module
 from conftest import make_sample
 from execrepobench.builder.build import BuildConfig, build
-from execrepobench.builder.manifest import parse_manifest
+from execrepobench.builder.sources.manifest import parse_manifest
 from execrepobench.runner import cli
 from execrepobench_dataset.record import read_jsonl, write_jsonl
 from execrepobench_metric import api
@@ -53,14 +53,14 @@ def test_a_repository_failing_at_each_phase_ships_nothing(tmp_path, monkeypatch)
     text = "[defaults]\nsamples_per_repo = 2\n" + "".join(
         f'[[repo]]\nsource = "path:{root}"\nname = "{name}"\n' for name, root in repos.items())
     text += f'[[repo]]\nsource = "git:{tmp_path / "nowhere.git"}@{"0" * 40}"\nname = "nosource"\n'
-    real_verify = build_module.verify_repo
+    real_verify = pipeline_module.verify_repo
 
     def verify_or_break(samples, *args, **kwargs):
         if samples and samples[0].repo_name == "verifyfail":
             raise RuntimeError("injected verification failure")
         return real_verify(samples, *args, **kwargs)
 
-    monkeypatch.setattr(build_module, "verify_repo", verify_or_break)
+    monkeypatch.setattr(pipeline_module, "verify_repo", verify_or_break)
     out = tmp_path / "out"
     summary = build(BuildConfig(manifest=parse_manifest(text, tmp_path), out=out, baseline_runs=1, gt_runs=1,
                                 baseline_timeout_s=20, progress=False))

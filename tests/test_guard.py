@@ -12,8 +12,8 @@ import pytest
 
 import guard_attacks as corpus
 from conftest import make_sample, prepared_local_repo
-from execrepobench.builder.ground_truth import check_ground_truth
-from execrepobench.builder.verify import verify_one
+from execrepobench.builder.verification.ground_truth import check_ground_truth
+from execrepobench.builder.verification.verify import verify_one
 from execrepobench_metric.execution.guard import GuardSetup, read_evidence, verify_lines
 from execrepobench_metric.execution.judge import JudgeConfig, judge
 from execrepobench_metric.execution.sandbox import Isolation

@@ -11,7 +11,7 @@ from collections import Counter
 import pytest
 
 from conftest import make_sample, prepared_repo
-from execrepobench.builder.verify import verify_one
+from execrepobench.builder.verification.verify import verify_one
 from execrepobench_dataset.record import FILL_BLOCK, Sample
 from execrepobench_metric.execution.judge import JudgeConfig, judge
 from honest_corpus import DOCREPO_MANIFEST, ast_mutants, collected_ids, fill_of, honest_completions, write_docrepo

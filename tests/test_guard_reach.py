@@ -6,7 +6,7 @@ import pytest
 
 import guard_attacks as corpus
 from conftest import make_sample, prepared_repo
-from execrepobench.builder.verify import verify_one
+from execrepobench.builder.verification.verify import verify_one
 from execrepobench_metric.execution.judge import JudgeConfig, judge
 from honest_corpus import DOCREPO_MANIFEST, collected_ids, fill_of, write_docrepo
 

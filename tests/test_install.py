@@ -89,7 +89,7 @@ def test_wheel_in_a_fresh_venv_builds_and_judges(wheel, tmp_path):
     python, cli = venv / "bin" / "python", venv / "bin" / "execrepobench"
     where = json.loads(_run([python, "-c", (
         "import json, execrepobench_metric.execution.pytest_run as r, execrepobench.runner.backends as b, "
-        "execrepobench.builder.manifest as m, execrepobench_dataset as d\n"
+        "execrepobench.builder.sources.manifest as m, execrepobench_dataset as d\n"
         "print(json.dumps([r.__file__, b.__file__, d.__file__, str(m.default_manifest_path()), "
         "str(r.PLUGIN_DIR / (r.PLUGIN_NAME + '.py'))]))")], env=env, cwd=work))
     for path in where:  # everything from the installed wheel, nothing from the checkout

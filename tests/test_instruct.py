@@ -6,19 +6,20 @@ from pathlib import Path
 import pytest
 
 from conftest import make_sample
-from execrepobench.builder import instruct
-from execrepobench.builder.repo_files import read_pool
-from execrepobench.builder.instruct import CONTEXT_FILE, CONTEXT_HEADER, PREFIX_SUFFIX, instruct_records, render_user
-from execrepobench.builder.instruct_build import build_instruct
-from execrepobench.builder.manifest import load_manifest, parse_manifest
-from execrepobench.builder.masking import MaskConfig, candidate_files
-from execrepobench.builder.sources import fetch
+from execrepobench.builder.instruct import instruct
+from execrepobench.builder.sampling.repo_files import read_pool
+from execrepobench.builder.instruct.instruct import (CONTEXT_FILE, CONTEXT_HEADER, PREFIX_SUFFIX, instruct_records,
+                                                     render_user)
+from execrepobench.builder.instruct.instruct_build import build_instruct
+from execrepobench.builder.sources.manifest import load_manifest, parse_manifest
+from execrepobench.builder.sampling.masking import MaskConfig, candidate_files
+from execrepobench.builder.sources.sources import fetch
 from execrepobench_dataset.instruct_record import SYSTEM_PROMPT, instruct_features, read_instruct_jsonl
 from execrepobench_dataset.record import (FILL_EXPRESSION, FILL_TYPES, ContextFile, make_sample_id,
                                           write_jsonl)
 
 FIXTURE = Path(__file__).parent / "fixtures" / "minirepo"
-MANIFESTS = Path(instruct.__file__).parent / "manifests"
+MANIFESTS = Path(instruct.__file__).parents[1] / "manifests"
 _FIXED = len(CONTEXT_HEADER) + len(PREFIX_SUFFIX.format(prefix="", suffix=""))
 
 
@@ -196,7 +197,7 @@ def test_parquet_shards_match_jsonl(tmp_path, cache):
 def test_resumes_per_repository(tmp_path, cache, monkeypatch):
     """A finished repository is reused (its records are not made again); an interrupted one is redone; the
     benchmark can change without redoing any repository."""
-    from execrepobench.builder import instruct_build
+    from execrepobench.builder.instruct import instruct_build
 
     two = _manifest(tmp_path, samples=4, extra=f'[[repo]]\nsource = "path:{FIXTURE}"\nname = "second"\n'
                                               "samples_per_repo = 3\n")

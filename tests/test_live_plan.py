@@ -9,7 +9,7 @@ from execrepobench.builder.live.candidates import CandidateError, choose, load_c
 from execrepobench.builder.live.newcode import NewCode, changed_rows, new_code
 from execrepobench.builder.live.requirements import (declared_test_requirements, guessed_requirements,
                                                      imported_test_modules)
-from execrepobench.builder.masking import MaskConfig, sample_masks, split
+from execrepobench.builder.sampling.masking import MaskConfig, sample_masks, split
 
 
 def write(root: Path, files: dict[str, str]) -> Path:

@@ -3,10 +3,10 @@ import tomllib
 
 import pytest
 
-from execrepobench.builder.lock import parse_compiled, resolve_lock
-from execrepobench.builder.manifest import RepoSpec
-from execrepobench.builder.records import detect_license, manifest_entry
-from execrepobench.builder.sources import FetchedSource
+from execrepobench.builder.preparation.lock import parse_compiled, resolve_lock
+from execrepobench.builder.sources.manifest import RepoSpec
+from execrepobench.builder.preparation.records import detect_license, manifest_entry
+from execrepobench.builder.sources.sources import FetchedSource
 from execrepobench_metric.environments.layout import CACHE_ENV_VAR
 from execrepobench_metric.environments.venvs import EnvError, check_freeze, lock_pins
 

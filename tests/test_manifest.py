@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from execrepobench.builder.manifest import (
+from execrepobench.builder.sources.manifest import (
     Manifest,
     ManifestError,
     RepoSpec,

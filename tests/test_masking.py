@@ -1,4 +1,4 @@
-"""Tests of builder/masking.py: the paper's masking method (random and grammar-based masks)."""
+"""Tests of builder/sampling/masking.py: the paper's masking method (random and grammar-based masks)."""
 from __future__ import annotations
 
 import collections
@@ -11,7 +11,7 @@ import pytest
 import tree_sitter_python
 from tree_sitter import Language, Parser
 
-from execrepobench.builder.masking import (
+from execrepobench.builder.sampling.masking import (
     CATEGORIES, CATEGORY_LEVEL, CATEGORY_NODE_TYPES, DEFAULT_CATEGORY_WEIGHTS, DEFAULT_MIX,
     DROP_REASONS, KINDS, Mask, MaskConfig, MaskResult, _draw_grammar, _draw_span, _prepare,
     candidate_files, level_of_type, quotas, sample_masks, split,

@@ -142,7 +142,7 @@ def test_module_docstring_examples():
 def test_real_pypi_repo_judges_the_completed_file(tmp_path, cache_dir):
     """isodate (src/ layout, editable install): a fill that breaks the package must fail, the gold pass."""
     from execrepobench.builder.build import BuildConfig, build
-    from execrepobench.builder.manifest import parse_manifest
+    from execrepobench.builder.sources.manifest import parse_manifest
 
     text = '[[repo]]\nsource = "pypi:isodate==0.7.2"\nsamples_per_repo = 3\n'
     build(BuildConfig(manifest=parse_manifest(text, tmp_path), out=tmp_path / "out", baseline_runs=1,

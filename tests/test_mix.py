@@ -4,8 +4,8 @@ from dataclasses import dataclass, replace
 import pytest
 
 from conftest import make_sample
-from execrepobench.builder.masking import CATEGORY_LEVEL, MaskConfig
-from execrepobench.builder.mix import PAPER_SHARES, level_mask, level_quotas, verify_to_quotas
+from execrepobench.builder.sampling.masking import CATEGORY_LEVEL, MaskConfig, level_mask
+from execrepobench.builder.verification.mix import PAPER_SHARES, level_quotas, verify_to_quotas
 from execrepobench_dataset.record import (FILL_BLOCK, FILL_EXPRESSION, FILL_MULTI_LINE, FILL_SPAN, FILL_STATEMENT,
                                           Sample)
 from execrepobench_dataset.stats import LEVELS, MIX_TOLERANCE_PP, mix_within_tolerance

@@ -24,7 +24,7 @@ pytestmark = pytest.mark.sandbox
 def built(tmp_path_factory):
     """The fixture repository built in its own cache A: (builder output folder, cache A)."""
     from execrepobench.builder.build import BuildConfig, build
-    from execrepobench.builder.manifest import parse_manifest
+    from execrepobench.builder.sources.manifest import parse_manifest
 
     base = tmp_path_factory.mktemp("prepare")
     with pytest.MonkeyPatch.context() as mp:

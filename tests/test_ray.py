@@ -171,7 +171,7 @@ def test_a_node_that_cannot_make_the_environment_gives_harness_errors(built_mini
 
 def test_builder_verification_on_ray_keeps_the_same_samples(built_minirepo, cluster, tmp_path):
     from execrepobench.builder.build import BuildConfig, build
-    from execrepobench.builder.manifest import parse_manifest
+    from execrepobench.builder.sources.manifest import parse_manifest
     from execrepobench_metric.execution.executors.base import ExecutorConfig
 
     from conftest import FIXTURES

@@ -4,8 +4,8 @@ import shutil
 
 import pytest
 
-from execrepobench.builder.manifest import parse_manifest
-from execrepobench.builder.release import ReleaseConfig, release
+from execrepobench.builder.release.release import ReleaseConfig, release
+from execrepobench.builder.sources.manifest import parse_manifest
 
 
 @pytest.mark.slow
@@ -14,7 +14,7 @@ def test_release_builds_instructs_publishes_and_resumes(tmp_path, minirepo, offl
     import datasets
 
     from execrepobench.builder import build as build_mod
-    from execrepobench.builder import instruct
+    from execrepobench.builder.instruct import instruct
     from execrepobench_dataset.repo_record import RepoRecord
 
     other = tmp_path / "otherrepo"  # the instruct corpus comes from another repository

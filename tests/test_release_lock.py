@@ -6,8 +6,8 @@ from dataclasses import replace
 import pytest
 
 from conftest import make_sample
-from execrepobench.builder.manifest import default_manifest_path, quickstart_manifest_path
-from execrepobench.builder.release_lock import check, lock_of, manifest_sha256, packaged_lock, scheme_id
+from execrepobench.builder.sources.manifest import default_manifest_path, quickstart_manifest_path
+from execrepobench.builder.release.release_lock import check, lock_of, manifest_sha256, packaged_lock, scheme_id
 from execrepobench.runner.cli import main
 from execrepobench_dataset.load import OpenedDataset, open_dataset
 from execrepobench_dataset.record import write_jsonl

@@ -58,7 +58,7 @@ def test_build_publish_wheel_prepare_judge_on_another_cache(tmp_path, monkeypatc
     from uv import find_uv_bin
 
     from execrepobench.builder.build import BuildConfig, build
-    from execrepobench.builder.manifest import parse_manifest
+    from execrepobench.builder.sources.manifest import parse_manifest
     from execrepobench_dataset.publish import publish
 
     times = {}

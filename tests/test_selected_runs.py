@@ -11,8 +11,8 @@ from dataclasses import replace
 import pytest
 
 from conftest import make_sample, prepared_local_repo
-from execrepobench.builder.ground_truth import check_ground_truth
-from execrepobench.builder.verify import verify_one, verify_samples
+from execrepobench.builder.verification.ground_truth import check_ground_truth
+from execrepobench.builder.verification.verify import verify_one, verify_samples
 from execrepobench_metric.execution.judge import JudgeConfig, judge
 
 CONFTEST = '''import pytest

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from execrepobench.builder.manifest import RepoSpec, default_manifest_path, load_manifest
-from execrepobench.builder.sources import FetchedSource, SourceError, fetch, safe_extract, tree_hash
+from execrepobench.builder.sources.manifest import RepoSpec, default_manifest_path, load_manifest
+from execrepobench.builder.sources.sources import FetchedSource, SourceError, fetch, safe_extract, tree_hash
 from execrepobench_metric.environments import sources
 from execrepobench_metric.environments.layout import CACHE_ENV_VAR, downloads_dir, sources_dir
 

@@ -7,8 +7,8 @@ from dataclasses import replace
 import pytest
 
 from conftest import make_sample
-from execrepobench.builder.ground_truth import check_ground_truth
-from execrepobench.builder.verify import verify_samples
+from execrepobench.builder.verification.ground_truth import check_ground_truth
+from execrepobench.builder.verification.verify import verify_samples
 from execrepobench_metric.environments.venvs import find_environment
 from execrepobench_metric.execution.budget import Budget
 from execrepobench_metric.execution.judge import JudgeConfig, judge

@@ -94,7 +94,7 @@ def test_continuation_matches_official_function():
 
 
 def test_chat_messages_match_repo_instruct_records():
-    from execrepobench.builder.instruct import render_user
+    from execrepobench.builder.instruct.instruct import render_user
     from execrepobench_dataset.record import ContextFile
 
     msgs = render("chat", PARTS, order="far")  # Repo-Instruct records list the most relevant file first

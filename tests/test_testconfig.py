@@ -5,10 +5,10 @@ import tomllib
 import pytest
 
 from execrepobench.builder.build import BuildConfig, build
-from execrepobench.builder.manifest import parse_manifest
-from execrepobench.builder.masking import candidate_files
-from execrepobench.builder.testconfig import coverage_settings, filter_addopts, neutralise, pytest_config
-from execrepobench.builder.testlayout import NoTestsFound, find_tests, modules_with_tests
+from execrepobench.builder.sources.manifest import parse_manifest
+from execrepobench.builder.sampling.masking import candidate_files
+from execrepobench.builder.preparation.testconfig import coverage_settings, filter_addopts, neutralise, pytest_config
+from execrepobench.builder.preparation.testlayout import NoTestsFound, find_tests, modules_with_tests
 from execrepobench_dataset.record import read_jsonl
 from execrepobench_dataset.repo_record import read_repo_records
 from execrepobench_metric.environments.venvs import find_environment

@@ -4,8 +4,9 @@ import dataclasses
 import pytest
 
 from conftest import make_sample
-from execrepobench.builder.selection import CoverageMap, ImportGraph, region_lines, select_tests
-from execrepobench.builder.verify import null_fill, verify_one
+from execrepobench.builder.preparation.coverage import CoverageMap
+from execrepobench.builder.verification.selection import ImportGraph, region_lines, select_tests
+from execrepobench.builder.verification.verify import null_fill, verify_one
 from execrepobench_dataset.record import FILL_BLOCK, FILL_EXPRESSION, FILL_SPAN
 from execrepobench_metric.execution.judge import JudgeConfig
 
@@ -93,7 +94,7 @@ def test_verify_keeps_discriminating_and_drops_untested(built_minirepo):
 
 
 def test_selection_floor_widens_one_kind_only():
-    from execrepobench.builder.verify import with_selection
+    from execrepobench.builder.verification.verify import with_selection
 
     block, expression = (make_sample(file_name="pkg/core.py", middle="y = x + 1", fill_type=fill,
                                      text=FILES["pkg/core.py"], sample_id=fill) for fill in (FILL_BLOCK, FILL_EXPRESSION))

@@ -10,7 +10,7 @@ from packaging.utils import canonicalize_name
 
 from execrepobench_dataset.errors import ExecRepoBenchError
 
-from ..manifest import _NAME_RE
+from ..sources.manifest import _NAME_RE
 
 CANDIDATES_FILE = Path(__file__).resolve().parent / "candidates.toml"
 

@@ -9,11 +9,11 @@ from pathlib import Path
 
 from execrepobench_metric.environments.sources import fetch_pypi
 
-from ..lock import EnvError, resolve_lock
-from ..manifest import RepoSpec
-from ..masking import candidate_files
-from ..testconfig import pytest_config
-from ..testlayout import TEST_DIRS, NoTestsFound, _walk, defines_tests, find_tests, modules_with_tests
+from ..preparation.lock import EnvError, resolve_lock
+from ..preparation.testconfig import pytest_config
+from ..preparation.testlayout import TEST_DIRS, NoTestsFound, _walk, defines_tests, find_tests, modules_with_tests
+from ..sampling.masking import candidate_files
+from ..sources.manifest import RepoSpec
 from .index import ProjectReleases, Release
 from .newcode import NewCode, new_code
 from .requirements import declared_test_requirements, extra_requirements, guessed_requirements, imported_test_modules

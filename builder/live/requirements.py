@@ -35,8 +35,8 @@ from packaging.markers import default_environment
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
-from ..lock import TEST_EXTRA_NAMES
-from ..testconfig import read_toml
+from ..preparation.lock import TEST_EXTRA_NAMES
+from ..preparation.testconfig import read_toml
 
 TOOLING = frozenset({"tox", "nox", "pre-commit", "twine", "build", "wheel", "check-manifest", "codecov", "coveralls",
                      "mypy", "ruff", "black", "isort", "flake8", "pylint", "pycodestyle", "pyright", "pytest-randomly",

@@ -25,7 +25,7 @@ from execrepobench_metric.defaults import LIVE_BASELINE_TIMEOUT_S
 from execrepobench_metric.environments.sources import SourceError
 
 from ..build import BuildConfig, build
-from ..manifest import Manifest
+from ..sources.manifest import Manifest
 from .candidates import Candidate
 from .index import IndexClient, IndexQueryError, IndexUnavailable, UnknownProject
 from .plan import ERROR, NO_RELEASE, NO_SAMPLE, NO_TESTS, OK, SUITE_FAILS, Planned, Releases, Skip, plan

@@ -20,10 +20,10 @@ from execrepobench_dataset.instruct_record import SYSTEM_PROMPT, InstructRecord,
 from execrepobench_dataset.record import ContextFile, make_sample_id, read_jsonl
 from execrepobench_dataset.version import __version__
 
-from .build import MaskedRepo, mask_repository
-from .manifest import RepoSpec
-from .masking import MaskConfig, split
-from .sources import FetchedSource
+from ..sampling.candidates import MaskedRepo, mask_repository
+from ..sampling.masking import MaskConfig, split
+from ..sources.manifest import RepoSpec
+from ..sources.sources import FetchedSource
 
 # The user message, as data.  Layout (``<...>`` are the placeholders):
 CONTEXT_HEADER = "##Context Code##:\n"

@@ -14,8 +14,8 @@ from pathlib import Path
 from execrepobench_dataset.record import ContextFile
 from execrepobench_dataset.repo_record import RepoRecord, environment_key
 
-from .manifest import RepoSpec, parse_source
-from .sources import FetchedSource
+from ..sources.manifest import RepoSpec, parse_source
+from ..sources.sources import FetchedSource
 
 _LICENSE_CLASSIFIER = "License :: "
 

@@ -16,9 +16,8 @@ from dataclasses import dataclass, replace
 from tqdm import tqdm
 
 from execrepobench_dataset.record import Sample
+from execrepobench_metric.execution.fills import null_fill
 from execrepobench_metric.execution.judge import JudgeConfig, judge
-
-from .verify import null_fill
 
 # (name, pattern, replacement): the first match in the middle is rewritten.
 MUTATIONS = (

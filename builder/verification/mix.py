@@ -12,7 +12,7 @@ mix.  Instead, per repository:
 2. `verify_to_quotas` verifies candidates level by level (each level's candidates in a fixed order, by
    sample id), asking only for as many as the level still needs (scaled by the level's observed yield),
    until every quota is met; a level whose candidates run out gets more from `more(needs)` (the builder
-   masks again, drawing only that level's kinds: `level_mask`), at most `max_extra_rounds` times;
+   masks again, drawing only that level's kinds: `masking.level_mask`), at most `max_extra_rounds` times;
    within a level, only candidates whose judged tests run the masked code (`coverage` rule) are queued;
    the others wait in reserves (`RESERVE_TIERS`), verified only when a level is still short after the
    extra masking rounds, tier by tier: first those whose code only runs when its module is imported
@@ -28,21 +28,19 @@ mix.  Instead, per repository:
    what was short.
 
 Levels of fill types: `stats.FILL_LEVEL` (random = span, single-line, multi-line; the grammar-based fill
-type is the level of the node actually masked: builder/masking.py `level_of_type`).
+type is the level of the node actually masked: builder/sampling/masking.py `level_of_type`).
 """
 from __future__ import annotations
 
 import hashlib
 import math
 from collections import deque
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Callable, Mapping, Sequence
 
 from execrepobench_dataset.record import Sample
 from execrepobench_dataset.schemes import MIX_NAME
 from execrepobench_dataset.stats import FILL_LEVEL, LEVELS, PAPER_FILL_COUNTS, level_counts
-
-from .masking import CATEGORY_LEVEL, MaskConfig
 
 PAPER_LEVELS = level_counts(PAPER_FILL_COUNTS)
 PAPER_SHARES = {lvl: n / sum(PAPER_LEVELS.values()) for lvl, n in PAPER_LEVELS.items()}
@@ -75,14 +73,6 @@ def level_quotas(total: int, key: str, shares: Mapping[str, float] = PAPER_SHARE
         quotas[lvl] += sum(lo <= p < cumulative for p in points)
     quotas[LEVELS[-1]] += total - sum(quotas.values())  # float rounding at the very end of the interval
     return quotas
-
-
-def level_mask(base: MaskConfig, level: str, samples: int) -> MaskConfig:
-    """A mask configuration that draws `samples` candidates of `level`'s kinds only."""
-    if level == "random":
-        return replace(base, samples_per_repo=samples, mix={"single_line": 1, "multi_line": 1, "span": 1})
-    weights = {c: w for c, w in base.category_weights.items() if CATEGORY_LEVEL.get(c) == level and w > 0}
-    return replace(base, samples_per_repo=samples, mix={"grammar": 1}, category_weights=weights)
 
 
 @dataclass

@@ -26,9 +26,9 @@ from execrepobench_dataset.publish import publish
 from execrepobench_dataset.schemes import PUBLISH_CODE
 from execrepobench_dataset.stats import mix_within_tolerance
 
-from .build import BuildConfig, build
-from .instruct_build import build_instruct
-from .manifest import Manifest
+from ..build import BuildConfig, build
+from ..instruct.instruct_build import build_instruct
+from ..sources.manifest import Manifest
 
 # What issue 13 asks of the full-size release (checked and reported, never enforced).
 TARGETS = {"samples": 1200, "repositories": 50, "instruct_records": 10_000}

@@ -1,7 +1,7 @@
 """Prepare one fetched repository for sampling: its environment, where its tests are, the settings
 of its own that conflict with our runs, the proof that the tests import the tree being judged, the
-baseline, and (on demand) per-test coverage, from one of the baseline runs.  Shared by the benchmark build (`build.py`) and the
-official-release importer (`official.py`)."""
+baseline, and (on demand) per-test coverage, from one of the baseline runs.  The stage after the source in
+every repository's run (pipeline.py), for the benchmark build and the official-release importer alike."""
 from __future__ import annotations
 
 import sys
@@ -13,13 +13,13 @@ from execrepobench_dataset.repo_record import RepoRecord
 from execrepobench_metric.environments.venvs import Environment, ensure_environment
 from execrepobench_metric.execution.sandbox import Isolation
 
+from ..sampling.masking import candidate_files
+from ..sources.manifest import RepoSpec
+from ..sources.sources import FetchedSource
 from .baseline import Baseline, run_baseline, top_level_modules
+from .coverage import CoverageMap
 from .lock import resolve_lock
-from .manifest import RepoSpec
-from .masking import candidate_files
 from .records import draft_record, final_record
-from .selection import CoverageMap
-from .sources import FetchedSource
 from .testconfig import neutralise
 from .testlayout import find_tests
 

@@ -1,4 +1,5 @@
-"""The fixed mixed workload the metric benchmark judges per sample (benchmarks/bench_metric.py).
+"""The fixed mixed workload the metric benchmark judges per sample (bench_metric.py; bench_budget.py and
+the tests use its reformatted ground truth and never-terminating completion).
 
 Per sample: the ground truth; the ground truth reformatted (the same AST, different text: a correct
 completion the judge cannot recognise by its bytes); the null fill; two wrong variants
@@ -14,7 +15,7 @@ import warnings
 from execrepobench_dataset.record import Sample
 from execrepobench_metric.execution.fills import null_fill
 
-from .agreement import compiles_in_place, mutants
+from agreement import compiles_in_place, mutants
 
 # An expression that never returns and holds constant memory: int() is 0 forever, so no element passes.
 HANG_EXPR = "next(_x for _x in iter(int, 1) if _x)"

@@ -12,7 +12,7 @@ import hashlib
 import os
 import random
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from pathlib import Path
 from types import MappingProxyType
@@ -160,6 +160,15 @@ def quotas(total: int, mix: Mapping[str, float]) -> dict[str, int]:
     for k in by_remainder[: total - sum(result.values())]:
         result[k] += 1
     return result
+
+
+def level_mask(base: MaskConfig, level: str, samples: int) -> MaskConfig:
+    """A mask configuration that draws `samples` candidates of `level`'s kinds only (more candidates for a
+    level that verification left short: verification/mix.py)."""
+    if level == "random":
+        return replace(base, samples_per_repo=samples, mix={"single_line": 1, "multi_line": 1, "span": 1})
+    weights = {c: w for c, w in base.category_weights.items() if CATEGORY_LEVEL.get(c) == level and w > 0}
+    return replace(base, samples_per_repo=samples, mix={"grammar": 1}, category_weights=weights)
 
 
 @dataclass

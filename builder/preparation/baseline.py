@@ -23,7 +23,7 @@ from execrepobench_metric.execution.process import run_command
 from execrepobench_metric.execution.pytest_run import PytestInvocation, run_pytest
 from execrepobench_metric.execution.sandbox import Isolation
 
-from .manifest import RepoSpec
+from ..sources.manifest import RepoSpec
 
 
 class BaselineError(RuntimeError):

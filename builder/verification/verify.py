@@ -48,9 +48,10 @@ from execrepobench_metric.execution.fills import null_fill
 from execrepobench_metric.execution.judge import JudgeConfig, judge_safely
 from execrepobench_metric.execution.pytest_run import collected_files
 
+from ..preparation.coverage import CoverageMap
 from .adequacy import Adequacy, adequate, check_mutants
 from .ground_truth import GroundTruth, check_ground_truth
-from .selection import CoverageMap, ImportGraph, select_tests
+from .selection import ImportGraph, select_tests
 
 DROP_REASONS = ("gt_failed", "null_passed", "no_null_fill", "no_tests", "harness_error", "weak_tests")
 SAMPLES_PER_EXECUTOR_BATCH = 2  # samples in one batch handed to the executor (each: 3 ground-truth runs, a null fill)

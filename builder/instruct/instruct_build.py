@@ -30,11 +30,11 @@ from execrepobench_dataset.instruct_record import instruct_features
 from execrepobench_dataset.shards import ShardWriter
 from execrepobench_dataset.version import __version__
 
+from ..pipeline import error_entry
+from ..sampling.masking import MaskConfig
+from ..sources.manifest import Manifest, RepoSpec
+from ..sources.sources import SourceError, fetch
 from . import instruct
-from .build import error_entry
-from .manifest import Manifest, RepoSpec
-from .masking import MaskConfig
-from .sources import SourceError, fetch
 
 JSONL_NAME = "instruct.jsonl"
 REPORT_NAME = "instruct_report.json"

@@ -261,7 +261,8 @@ def load_manifest(path: str | Path) -> Manifest:
 
 
 def _packaged(name: str) -> Path:
-    return Path(__file__).resolve().parent / "manifests" / name
+    """A manifest shipped in the package's manifests/ folder (builder/manifests/)."""
+    return Path(__file__).resolve().parents[1] / "manifests" / name
 
 
 def default_manifest_path() -> Path:

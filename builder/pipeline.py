@@ -1,0 +1,185 @@
+"""One repository through the builder's stages, in order - the one place that runs them:
+
+    source (sources/) -> preparation (preparation/) -> candidates -> test selection + verification (verification/)
+
+`run_repository` fetches the manifest entry's pinned tree, prepares it (lock, environment, test layout, baseline
+with per-test coverage, repository record), takes its candidate samples from a `CandidateStep`, gives each the
+tests that judge it and verifies them.  Two entry points run every repository through it: the benchmark build
+(`build.py`: candidates masked from the sources, kept at the paper's level mix) and the official importer
+(`official.py`: candidates read from the paper's released JSONL, every one verified).  What differs between them
+is their candidate step and their `RepoSettings`, nothing else.
+
+One repository's failure - any exception, at any stage - is its result (`status: error`, the phase, the reason,
+the traceback when the error was unexpected), never the end of the run.
+"""
+from __future__ import annotations
+
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Mapping, Protocol
+
+from execrepobench_dataset.record import Sample
+from execrepobench_dataset.repo_record import RepoRecord
+from execrepobench_metric.defaults import BASELINE_TIMEOUT_S
+from execrepobench_metric.execution.executors.base import Executor
+from execrepobench_metric.execution.sandbox import Isolation
+
+from .preparation.baseline import BaselineError, CoverageError
+from .preparation.lock import EnvError
+from .preparation.prepare import Prepared, prepare
+from .preparation.records import with_files
+from .preparation.testlayout import NoTestsFound
+from .sampling.repo_files import read_pool
+from .sources.manifest import RepoSpec
+from .sources.sources import FetchedSource, SourceError, fetch
+from .verification.repo_verification import Verified, VerifySettings, selector, verify_repo
+
+# Errors whose message says it all; any other exception is reported with its traceback.
+REPO_ERRORS = (SourceError, EnvError, BaselineError, NoTestsFound)
+
+
+@dataclass(frozen=True)
+class RepoSettings:
+    """How the stages run for one repository, whichever entry point runs them."""
+
+    isolation: Isolation
+    folder: Path  # the repository's own folder of the run (OUT/repos/NAME): the baseline's coverage data
+    python: str | None = None  # the Python X.Y of the run (a repository's own `python` wins)
+    baseline_runs: int = 3
+    baseline_timeout_s: float = BASELINE_TIMEOUT_S
+    baseline_workers: int = 1  # baseline runs (and collections) at a time
+    samples_per_repo: int = 0  # recorded in the repository's manifest entry
+    skip_modules: tuple[str, ...] = ()  # top-level modules the import check never imports
+    selection_floor: Mapping[str, str] = field(default_factory=dict)  # fill type -> narrowest selection rule
+    verify: VerifySettings | None = None  # None: candidates are kept (with their tests) unverified
+
+
+@dataclass(frozen=True)
+class Scan:
+    """What a candidate step finds in the fetched tree before anything is installed."""
+
+    report: dict = field(default_factory=dict)
+    found: tuple = ()  # handed back to `CandidateStep.candidates`
+    refusal: str = ""  # set: this tree cannot give a candidate (the repository ends as a source error)
+
+
+@dataclass(frozen=True)
+class Candidates:
+    """A repository's candidate samples, not yet given their tests nor verified."""
+
+    samples: list[Sample]
+    report: dict
+    quotas: Mapping[str, int] | None = None  # kept per level (verification/mix.py); None: every one that verifies
+    more: Callable[[dict[str, int], int], list[Sample]] | None = None  # extra candidates of short levels (quotas)
+    files: Mapping[str, str] | None = None  # the context pool the repository record carries; None: none
+    origin: Mapping[str, int] = field(default_factory=dict)  # sample id -> its line in the input it was read from
+
+
+class CandidateStep(Protocol):
+    """Where an entry point's candidates come from (`build.MaskedCandidates`, `official.OfficialLines`)."""
+
+    phase: str  # the report's phase when making the candidates fails
+
+    def scan(self, fetched: FetchedSource) -> Scan: ...
+
+    def candidates(self, fetched: FetchedSource, prepared: Prepared, pool: dict[str, str], scan: Scan) -> Candidates:
+        """`pool`: every .py file of the tree (path -> code)."""
+
+
+@dataclass(frozen=True)
+class RepoRun:
+    """One repository's run through the stages."""
+
+    status: str  # "ok" (something kept), "empty" or "error"
+    report: dict  # pinned, the scan's, preparation's and candidates' parts; on error: phase, reason (traceback)
+    timings: dict  # seconds: fetch_s, env_s, baseline_s, collect_checks_s, <phase>_s, verify_s (what ran)
+    record: RepoRecord | None  # the repository record as published (None when preparation did not finish)
+    candidates: Candidates | None
+    selected: list[Sample]  # the candidates with their judged tests
+    verified: Verified | None  # None: not verified (no verification asked, nothing to verify, or it failed)
+    kept: list[Sample]
+
+
+def run_repository(spec: RepoSpec, settings: RepoSettings, step: CandidateStep,
+                   executor: Executor | None = None) -> RepoRun:
+    """`spec` through the stages (see the module doc); verification on `executor` (default: local threads).
+    Never raises for the repository's sake."""
+    lap = _lap_clock()
+    stage, parts, timings = "source", {}, {}
+    record: RepoRecord | None = None
+    made: Candidates | None = None
+    selected: list[Sample] = []
+    verified: Verified | None = None
+    kept: list[Sample] = []
+    try:
+        fetched = fetch(spec)
+        parts["pinned"] = fetched.pinned
+        timings["fetch_s"] = lap()
+        scan = step.scan(fetched)
+        parts.update(scan.report)
+        if scan.refusal:
+            raise SourceError(scan.refusal)
+        stage = "prepare"
+        prepared = prepare(spec, fetched, settings.python, runs=settings.baseline_runs,
+                           timeout_s=settings.baseline_timeout_s, isolation=settings.isolation,
+                           skip_modules=settings.skip_modules, samples_per_repo=settings.samples_per_repo,
+                           workers=settings.baseline_workers, coverage_data=settings.folder / "coverage.sqlite")
+        lap()
+        record = prepared.record
+        parts.update(prepared.report)
+        timings.update(prepared.timings)
+        stage = step.phase
+        pool = read_pool(fetched.root)  # every .py file: the import graph that selects tests
+        made = step.candidates(fetched, prepared, pool, scan)
+        record = with_files(record, made.files) if made.files is not None else record
+        parts.update(made.report)
+        timings[f"{stage}_s"] = lap()
+        if made.samples:
+            stage = "verification"
+            select = selector(prepared.baseline, prepared.coverage, pool, settings.selection_floor)
+            selected = select(made.samples)
+            if settings.verify is None:
+                kept = selected
+            else:
+                more = made.more
+                verified = verify_repo(selected, prepared.baseline, prepared.coverage, settings.verify, spec.name,
+                                       made.quotas, more and (lambda needs, round_: select(more(needs, round_))),
+                                       executor, prepared.record)
+                kept = verified.kept
+                timings["verify_s"] = lap()
+        status = "ok" if kept else "empty"
+    except Exception as exc:  # noqa: BLE001 - the boundary of one repository: report it, go on
+        kept, status = [], "error"
+        parts.update(phase=_phase(stage, exc), **error_entry(exc))
+    return RepoRun(status, parts, timings, record, made, selected, verified, kept)
+
+
+def _lap_clock() -> Callable[[], float]:
+    """A function that returns the seconds since it was last called (or made)."""
+    mark = [time.monotonic()]
+
+    def lap() -> float:
+        now = time.monotonic()
+        elapsed, mark[0] = now - mark[0], now
+        return elapsed
+    return lap
+
+
+def error_entry(exc: Exception, expected: tuple[type[Exception], ...] = REPO_ERRORS) -> dict:
+    """A report's `reason` for an exception, plus its `traceback` unless the error was expected."""
+    if isinstance(exc, expected):
+        return {"reason": str(exc)}
+    return {"reason": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc()[-4000:]}
+
+
+def _phase(stage: str, exc: Exception) -> str:
+    """The phase a report names for an error raised in `stage` (a candidate step's phase names itself)."""
+    if stage != "prepare":
+        return stage
+    if isinstance(exc, EnvError):
+        return "environment"
+    if isinstance(exc, CoverageError):
+        return "coverage"  # the baseline's coverage run
+    return "baseline"
