@@ -209,7 +209,7 @@ def test_the_canaries_check_is_said_in_the_verdict():
     """Each verdict read from a run says what its canaries said; the run a rerun replaces says why."""
     said = {name: decide(RunResult(plan, r), SAMPLE, config).canaries for name, (plan, r, config, _) in CASES.items()
             if plan.canaries is not None}
-    assert said["canaries held"] == "held: 2 canaries" and said["canaries not collected"].startswith("off: ")
+    assert said["canaries held"] == "held" and said["canaries not collected"].startswith("off: ")
     assert said["canaries cut the run short"].startswith(judge_module.RERUN)
     assert said["a canary missing"].startswith("fired: canary:missing")
     assert decide(RunResult(PLAN, run()), SAMPLE, CONF).canaries == ""  # none planted

@@ -167,7 +167,7 @@ def test_what_the_canaries_say():
     honest = {"t/test_j.py::test_j": "passed", "t/test_m.py::test_a": "passed", "t/test_l.py::test_b": "passed",
               "t/test_l.py::test_c": "failed"}  # the run stopped at the failing canary: test_d never ran
     held = _check(honest)
-    assert (held.state, held.exit_code, held.label) == ("held", 1, "held: 4 canaries")
+    assert (held.state, held.exit_code, held.label) == ("held", 1, "held")
     assert _check({**honest, "t/test_l.py::test_d": "passed"}).state == "held"  # no stop (fail fast off)
     rewritten = _check({t: "passed" for t in [*honest, "t/test_l.py::test_d"]})
     assert (rewritten.state, rewritten.always) == ("fired", True) and "canary:passed" in rewritten.note
@@ -236,7 +236,7 @@ def test_honest_completions_keep_their_verdicts(clamp, tmp_path):
             assert (with_.reason, with_.failing_tests) == (without.reason, without.failing_tests), (completion, with_)
             assert with_.reason in ("passed", "failed"), with_
             if with_.passed:
-                assert with_.canaries == "held: " + with_.canaries.split(": ")[1] and without.canaries == ""
+                assert with_.canaries == "held" and without.canaries == ""
     evidence = tmp_path / "evidence"
     v = judge(clamp, clamp.middle_code, WITH, evidence=evidence)
     planted = json.loads((evidence / "canaries.json").read_text())  # written after the run, never inside it

@@ -62,7 +62,7 @@ class Verdict:
     guard_events: tuple[str, ...] = ()  # record mode: what the completion did that the guard watches
     # what the completion touches that its ground truth never does (suspicious.py): a flag, not a verdict
     suspicious: tuple[str, ...] = ()
-    canaries: str = ""  # the canary check of the run (canaries.py): "held: ...", "off: why", "fired: ..."; "" none
+    canaries: str = ""  # the canary check of the run (canaries.py): "held", "off: why", "fired: ..."; "" none
 
     def to_dict(self) -> dict:
         return {"sample_id": self.sample_id, "passed": self.passed, "reason": self.reason,
