@@ -120,25 +120,34 @@ PARSE_SITES = [
 ]
 
 
-@pytest.fixture(scope="module")
-def parse_repo(tmp_path_factory):
-    base = tmp_path_factory.mktemp("parse")
+def _verified_pypi_samples(tmp_path_factory, name: str, manifest: str, file: str, sites: list[str], judge,
+                           expected: str) -> dict:
+    """The repository prepared by the real builder, a sample per site verified (`judge`: which collected ids
+    it judges, `expected`: an id that must be among them), in its own cache."""
+    base = tmp_path_factory.mktemp(name)
     patch = pytest.MonkeyPatch()
     patch.setenv("EXECREPOBENCH_CACHE", str(base / "cache"))
     try:
-        built = prepared_repo(PARSE_MANIFEST, base)
+        built = prepared_repo(manifest, base)
         ids = collected_ids(built)
-        judged = tuple(i for i in ids if not i.startswith("tests/") or i.startswith("tests/test_pattern.py"))
-        assert "README.rst::README.rst" in judged, ids
+        judged = tuple(i for i in ids if judge(i))
+        assert expected in judged, ids
         samples = []
-        for middle in PARSE_SITES:
-            outcome = verify_one(make_sample(built, "parse/__init__.py", middle, judged, fill_of(middle), repo_name="parse",
+        for middle in sites:
+            outcome = verify_one(make_sample(built, file, middle, judged, fill_of(middle), repo_name=name,
                                              node_type="statement"), ON)
             assert outcome.kept, (middle, outcome)
             samples.append(outcome.sample)
     finally:
         patch.undo()
     return {"cache": str(base / "cache"), "samples": samples}
+
+
+@pytest.fixture(scope="module")
+def parse_repo(tmp_path_factory):
+    return _verified_pypi_samples(tmp_path_factory, "parse", PARSE_MANIFEST, "parse/__init__.py", PARSE_SITES,
+                                  lambda i: not i.startswith("tests/") or i.startswith("tests/test_pattern.py"),
+                                  "README.rst::README.rst")
 
 
 @pytest.mark.pypi
@@ -166,23 +175,10 @@ TABULATE_SITES = [
 
 @pytest.fixture(scope="module")
 def tabulate_repo(tmp_path_factory):
-    base = tmp_path_factory.mktemp("tabulate")
-    patch = pytest.MonkeyPatch()
-    patch.setenv("EXECREPOBENCH_CACHE", str(base / "cache"))
-    try:
-        built = prepared_repo(TABULATE_MANIFEST, base)
-        ids = collected_ids(built)
-        judged = tuple(i for i in ids if i.startswith("tabulate/__init__.py::") or i.startswith("test/test_internal.py"))
-        assert "tabulate/__init__.py::tabulate._afterpoint" in judged, ids
-        samples = []
-        for middle in TABULATE_SITES:
-            outcome = verify_one(make_sample(built, "tabulate/__init__.py", middle, judged, fill_of(middle), repo_name="tabulate",
-                                             node_type="statement"), ON)
-            assert outcome.kept, (middle, outcome)
-            samples.append(outcome.sample)
-    finally:
-        patch.undo()
-    return {"cache": str(base / "cache"), "samples": samples}
+    return _verified_pypi_samples(tmp_path_factory, "tabulate", TABULATE_MANIFEST, "tabulate/__init__.py",
+                                  TABULATE_SITES,
+                                  lambda i: i.startswith(("tabulate/__init__.py::", "test/test_internal.py")),
+                                  "tabulate/__init__.py::tabulate._afterpoint")
 
 
 @pytest.mark.pypi
