@@ -117,8 +117,9 @@ def _checked(self) -> None:
 class EvaluationOptions:
     """What is judged and how it is scored."""
 
-    k: tuple[int, ...] = option((1,), "the k of pass@k (a list; on the command line, repeat the flag), reported "
-                                "for k <= n completions", _k, flag="--k", type=int, action="append")
+    k: tuple[int, ...] = option((1,), "the k of pass@k (a list; on the command line `--k 1 10` or `--k 1 --k 10`), "
+                                "reported for k <= n completions", _k, flag="--k", type=int, action="extend",
+                                nargs="+")
     timeout: float | None = option(
         None, "wall seconds per judged run; unset: each sample's time budget (CPU seconds measured from its ground "
         f"truth at build time, with a wall-clock backstop), {DEFAULT_TIMEOUT_S:g} s for a sample without one",

@@ -27,6 +27,8 @@ from execrepobench_dataset.load import OpenedDataset, open_dataset
 from execrepobench_dataset.version import __version__
 from execrepobench_metric.api import HarnessError, compute_with
 from execrepobench_metric.cutoff import apply_cutoff, describe
+from execrepobench_metric.execution.engine import require_opt_in
+from execrepobench_metric.inputs import check_inputs
 from execrepobench_metric.options import EvaluationOptions, RuntimeOptions
 
 from .backends.base import get_backend
@@ -80,6 +82,7 @@ def open_source(config: RunConfig) -> OpenedDataset:
     if config.manifest is None and not config.quickstart:
         raise UsageError("nothing to evaluate: give --dataset OWNER/NAME or a published folder, --samples "
                          "samples.jsonl, or --manifest [PATH] / --quickstart to build samples first")
+    require_opt_in(config.runtime.allow_exec)  # judging follows the build: refuse before it, not hours after
     return open_dataset(_build(config))
 
 
@@ -175,6 +178,8 @@ def run(config: RunConfig) -> dict:
     if not samples:
         raise UsageError(f"{opened.name}: no samples to evaluate (see the build report beside it)")
     evaluation, runtime = config.evaluation, config.runtime
+    # the samples and options judging will check, checked before anything is generated (one error names every item)
+    check_inputs([""] * len(samples), samples, test_selection=evaluation.test_selection, k=evaluation.k)
     kept = None
     if evaluation.cutoff is not None:  # before generation: the dropped samples need no completion
         _, samples, kept = apply_cutoff([[]] * len(samples), samples, evaluation.cutoff)
@@ -183,6 +188,7 @@ def run(config: RunConfig) -> dict:
     check_engine_options(config.backend, options)
     if _needs_prompt(config.backend):
         render, stops, template = _prompting(config, options)
+    require_opt_in(runtime.allow_exec)  # before a model is loaded and completions are generated
     backend = get_backend(config.backend, config.model, **options)
     gen_path = config.out / "generations.jsonl"
     sampling = {k: options[k] for k in ("temperature", "top_p", "seed", "max_new_tokens") if options.get(k) is not None}

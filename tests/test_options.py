@@ -80,6 +80,9 @@ def test_flags_to_options():
                                      keep_artifacts=True, progress=False)
     run_args = parser_of("run").parse_args(["--out", "o", "--k", "2", "--workers", "4", "--no-progress"])
     assert from_args(run_args) == (EvaluationOptions(k=(2,)), RuntimeOptions(num_workers=4, progress=False))
+    # the ks as one list too (the habit of nargs flags), mixed with a repeated flag
+    listed = parser_of("run").parse_args(["--out", "o", "--k", "1", "10", "--k", "100"])
+    assert from_args(listed)[0] == EvaluationOptions(k=(1, 10, 100))
 
 
 def test_bad_and_unknown_options_are_named_before_anything_runs():

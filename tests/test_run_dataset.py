@@ -88,7 +88,7 @@ def test_configs_and_hub_ids_are_checked(tmp_path, hub):
     assert open_dataset("me/bench", revision="v2").commit == "d" * 40
 
 
-def test_run_refuses_bad_sources_before_anything_runs(tmp_path, hub, capsys):
+def test_run_refuses_bad_sources_before_anything_runs(tmp_path, hub, capsys, monkeypatch):
     out = tmp_path / "res"
     assert main(["run", "--dataset", "me/absent", "--backend", "oracle", "--out", str(out)]) == 2
     assert "hf download me/absent --repo-type dataset" in capsys.readouterr().err
@@ -100,7 +100,23 @@ def test_run_refuses_bad_sources_before_anything_runs(tmp_path, hub, capsys):
     assert "nothing to evaluate: give --dataset" in capsys.readouterr().err
     assert main(["run", "--dataset", str(build), "--config", "nope", "--backend", "oracle", "--out", str(out)]) == 2
     assert "config 'nope' asked for" in capsys.readouterr().err
-    assert not (out / "metrics.json").exists()
+    # a sample that judging would refuse: named before anything is generated
+    assert main(["run", "--samples", str(build / "samples.jsonl"), "--backend", "oracle", "--allow-exec",
+                 "--out", str(out)]) == 2
+    assert "test_command" in capsys.readouterr().err and not (out / "generations.jsonl").exists()
+    # no opt-in to run model code: refused before anything is generated (or built), not after
+    monkeypatch.delenv("EXECREPOBENCH_ALLOW_EXEC", raising=False)
+    monkeypatch.delenv("HF_ALLOW_CODE_EVAL", raising=False)
+    from execrepobench_metric.execution.pytest_run import COMMAND_PREFIX
+
+    valid = write_build(tmp_path / "VALID", [dataclasses.replace(s, test_command=COMMAND_PREFIX,
+                                                                 judged_tests=s.judged_tests or ("tests/t.py::t",))
+                                             for s in SAMPLES])
+    assert main(["run", "--samples", str(valid / "samples.jsonl"), "--backend", "oracle", "--out", str(out)]) == 2
+    assert "Opt in explicitly" in capsys.readouterr().err
+    assert main(["run", "--quickstart", "--backend", "oracle", "--out", str(out)]) == 2
+    assert "Opt in explicitly" in capsys.readouterr().err
+    assert not out.exists() or not any(out.iterdir())
 
 
 @pytest.fixture()
