@@ -265,5 +265,6 @@ def build(config: BuildConfig) -> dict:
     summary["repo_workers"] = config.repo_workers
     summary["executor"] = cluster  # where verification ran: samples and environments per node
     summary["exclude_newer"] = {"pinned_by_build": today if unbound else None, "repos": unbound}
+    summary["context_pool"] = "with-tests" if config.context_tests else "paper"  # which files a context may name
     write_report(summary, config.out, compute_statistics(samples, records, summary))
     return summary

@@ -139,7 +139,18 @@ def human_bytes(n: int) -> str:
     return f"{n / 2**20:.1f} MiB" if n >= 2**20 else f"{n / 2**10:.1f} KiB"
 
 
-def _context_section(context: str, sizes: dict, inline: int | None, config: str = "exec_repo_bench") -> list[str]:
+def _context_pool(pool: str | None) -> str:
+    """Which files a sample's context is drawn from (the build report's `context_pool`)."""
+    if pool == "with-tests":
+        return ("every other Python file of its repository, test files included: this build asked for them "
+                "with `--context-with-tests`, unlike the paper")
+    return ("the other Python files of its repository that the paper may mask: no `tests/`, `test/`, `docs/`, "
+            "`build/`, `setup.py` or test modules" + ("" if pool == "paper" else " - the builder's default; this "
+                                                       "build's report does not say which pool it used"))
+
+
+def _context_section(context: str, sizes: dict, inline: int | None, config: str = "exec_repo_bench",
+                     pool: str | None = None) -> list[str]:
     """How the context is stored, the size per config and (`inline`) the bytes of context code materialised."""
     mib = {name: human_bytes(info.get("bytes", 0)) for name, info in sizes.items()}
     form = ("by reference: `context_paths` (+ `context_scores`) name the files, whose code is stored once per "
@@ -149,8 +160,8 @@ def _context_section(context: str, sizes: dict, inline: int | None, config: str 
             if context == "reference" else "materialised: `context_code` holds the files' code (and `context_paths` "
             "names them)")
     return ["## Cross-file context", "",
-            f"Each sample's ranked cross-file context (every other Python file of its repository, most relevant "
-            f"first) is stored {form}. `execrepobench_dataset.ranked_context(sample, files)` (or "
+            f"Each sample's ranked cross-file context ({_context_pool(pool)}; most relevant first) is stored "
+            f"{form}. `execrepobench_dataset.ranked_context(sample, files)` (or "
             "`load_samples(..., materialise_context=True)`) gives the context files in either form; "
             "`execrepobench run` does it for you.", "",
             "Parquet size per config: " + ", ".join(f"`{n}` {v}" for n, v in mib.items()) + ".", *(
@@ -211,7 +222,7 @@ def render_card(meta: dict, report: dict, samples: list[dict], records: list[Rep
                     repository_rows(records, report, samples)),
              *licenses_section(records, None if meta.get("license") == "other" else meta.get("license")),
              *(live_section(report["live"]) if isinstance(report.get("live"), dict) else []),
-             *_context_section(context, sizes, inline_context_bytes, samples_config),
+             *_context_section(context, sizes, inline_context_bytes, samples_config, report.get("context_pool")),
              "## Fields", "", *table(["field", "meaning"], [[f"`{n}`", FIELD_DOCS.get(n, "see record.py")]
                                                            for n in features()]),
              "Config `repositories`:", "",

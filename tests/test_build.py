@@ -57,6 +57,7 @@ def test_build_fixture_repo_deterministic_and_resumable(tmp_path, minirepo):
     assert "| level | samples | % | paper | paper % | difference (pp) |" in report_md and "](charts/mix.png)" in report_md
     assert (out / "charts" / "mix.png").is_file()
     assert summary["manifest"] == "<inline manifest>"  # a manifest file would be named, never by its path
+    assert summary["context_pool"] == "paper"  # the default: the card says which pool the contexts came from
     (record,) = read_repo_records(out / "repositories.jsonl")
     assert record.env_key == rep["env_key"] and record.key_matches and record.repo_source == rep["pinned"]
     assert record.test_command == samples[0].test_command and record.python == rep["environment"]["python"]

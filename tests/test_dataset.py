@@ -274,6 +274,21 @@ def test_card_body(published):
     assert "see record.py" not in text and "see repo_record.py" not in text  # every field has its own meaning
 
 
+def test_card_says_which_files_the_contexts_come_from(tmp_path):
+    """The build report's context pool, in the card's context section (an old report: said unrecorded)."""
+    from execrepobench_dataset.publish import publish
+
+    said = {}
+    for pool in ("paper", "with-tests", None):
+        build = write_build(tmp_path / f"OUT-{pool}", report_changes={"context_pool": pool} if pool else None)
+        publish(build, tmp_path / f"dataset-{pool}")
+        text = (tmp_path / f"dataset-{pool}" / "README.md").read_text(encoding="utf-8")
+        said[pool] = text.split("## Cross-file context", 1)[1].split("\n\n")[1]
+    assert "that the paper may mask: no `tests/`" in said["paper"] and "does not say" not in said["paper"]
+    assert "test files included" in said["with-tests"] and "`--context-with-tests`" in said["with-tests"]
+    assert "that the paper may mask" in said[None] and "does not say which pool" in said[None]
+
+
 def table_rows(text: str, header: str) -> dict[str, list[str]]:
     lines = text.splitlines()
     start = lines.index(header) + 2

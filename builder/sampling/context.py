@@ -1,4 +1,5 @@
-"""Cross-file context for a masked file: every other Python file of the repo, most relevant first.
+"""Cross-file context for a masked file: every other file of the pool it is given (the paper's pool by default,
+`repo_files.context_pool`), most relevant first.
 
 score(f) = import_score(f) + bm25_norm(f), sorted by score descending, ties: imported files first, then by path.
 
