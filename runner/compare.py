@@ -27,6 +27,8 @@ import numpy as np
 from execrepobench_dataset.errors import ExecRepoBenchError
 from execrepobench_dataset.record import FILL_TYPES
 
+from .compare_html import p_text
+
 DEFAULT_RESAMPLES = 10_000
 DEFAULT_SEED = 0
 CHUNK = 500  # bootstrap resamples drawn at once (bounded memory for large datasets)
@@ -194,10 +196,6 @@ def _pct(x: float) -> str:
     return f"{100.0 * x:.1f}"
 
 
-def _p(p: float) -> str:
-    return f"{p:.4f}" if p >= 1e-4 else f"{p:.1e}"
-
-
 def markdown(result: dict) -> str:
     """leaderboard.md: the table, the pairs, pass@1 per fill type and per repository (percent)."""
     models, labels = result["models"], [m["label"] for m in result["models"]]
@@ -212,7 +210,7 @@ def markdown(result: dict) -> str:
               for m in models]
     lines += ["", "## Pairs", "", "| model A | model B | A - B (points) | 95% CI | p-value |", "|---|---|---|---|---|"]
     lines += [f"| {p['a']} | {p['b']} | {_pct(p['difference'])} | {_pct(p['difference_ci95'][0])} - "
-              f"{_pct(p['difference_ci95'][1])} | {_p(p['p_value'])} |" for p in result["pairs"]]
+              f"{_pct(p['difference_ci95'][1])} | {p_text(p['p_value'])} |" for p in result["pairs"]]
     for title, key in (("pass@1 per fill type", "per_fill_type"), ("pass@1 per repository", "per_repository")):
         lines += ["", f"## {title} (%)", "", "| group | n | " + " | ".join(labels) + " |",
                   "|---|---|" + "---|" * len(labels)]

@@ -24,6 +24,11 @@ def _pct(x: float) -> str:
     return f"{100.0 * x:.1f}"
 
 
+def p_text(p: float) -> str:
+    """A p-value as the leaderboard's page and Markdown print it."""
+    return f"{p:.4f}" if p >= 1e-4 else f"{p:.1e}"
+
+
 def fill_chart_svg(result: dict) -> str:
     """Grouped bars: pass@1 (%) per fill type and overall, one bar per model; the overall bars carry
     their 95% interval.  Inline SVG (no XML prolog), deterministic ids."""
@@ -75,7 +80,7 @@ def render_page(result: dict) -> str:
     pairs = _table("Pairs of models (difference of pass@1 in percentage points)",
                    ["model A", "model B", "A - B", "95% CI", "p-value"],
                    [[p["a"], p["b"], _pct(p["difference"]), f"{_pct(p['difference_ci95'][0])} - "
-                     f"{_pct(p['difference_ci95'][1])}", f"{p['p_value']:.4g}"] for p in result["pairs"]], names=2)
+                     f"{_pct(p['difference_ci95'][1])}", p_text(p["p_value"])] for p in result["pairs"]], names=2)
     fills = _table("pass@1 per fill type (%)", ["fill type", "n", *labels],
                    [[name, g["n"], *(_pct(g["pass@1"][lb]) for lb in labels)]
                     for name, g in result["per_fill_type"].items()])

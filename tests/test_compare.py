@@ -54,6 +54,8 @@ def test_oracle_and_null_intervals_do_not_overlap_and_files_are_written(tmp_path
     html = (tmp_path / "cmp" / "leaderboard.html").read_text()
     assert html.count("<table>") == 4 and "<svg" in html and "<script" not in html and "http://www.w3.org/2000/svg" in html
     assert not re.search(r'(src|href)="(?!#)', html)  # self-contained: only references inside the page
+    shown = f"{pair['p_value']:.4f}"  # the same p-value on the page and in the Markdown
+    assert f"| {shown} |" in md and f"<td>{shown}</td>" in html.replace(' class="num"', "")
     assert set(result["per_fill_type"]) == set(FILLS) and set(result["per_repository"]) == {"repo0", "repo1"}
 
 
