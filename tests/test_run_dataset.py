@@ -164,6 +164,8 @@ def test_run_limit_from_published_folder_and_hub_id_then_compare(published_minir
                  "--allow-exec", "--no-progress"]) == 0
     null_run = json.loads((null / "metrics.json").read_text())
     assert null_run["pass@1"] == 0.0 and null_run["run"]["dataset"]["fingerprint"] == fingerprint
+    # every run failed: the canary check counted per run, and none of the passed runs (there are none)
+    assert sum(null_run["canaries"].values()) == 12 and null_run["canaries_passed"] == {}
     assert null_run["run"]["dataset"]["commit"] and null_run["run"]["dataset"]["name"] == "me/minibench"
     assert null_run["run"]["dataset"]["sample_ids_sha256"] == run["dataset"]["sample_ids_sha256"]
 

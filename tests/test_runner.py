@@ -74,3 +74,16 @@ def test_run_command_end_to_end(built_minirepo, tmp_path):
     assert len((tmp_path / "res" / "results.jsonl").read_text().splitlines()) == 1
     assert main(["run", "--samples", str(tmp_path / "samples.jsonl"), "--backend", "nope",
                  "--out", str(tmp_path / "r2")]) == 2
+
+
+def test_the_canary_line_names_passed_runs_only():
+    """A failed run needs no canary (one stopped at its first failure has the check off): the table says
+    nothing of it; a passed run judged without the check is named."""
+    from execrepobench.runner.report import table
+
+    base = {"n_samples": 3, "n_completions": 3, "es": 0.5, "pass@1": 1 / 3, "verdicts/passed": 1,
+            "verdicts/failed": 2, "sandbox": "bwrap", "canaries": {"held": 1, "off": 2}}
+    quiet = table({**base, "canaries_passed": {"held": 1}}, (1,))
+    assert "canary" not in quiet and "verdicts: {'passed': 1, 'failed': 2}" in quiet
+    said = table({**base, "canaries": {"off": 3}, "canaries_passed": {"off": 1}}, (1,))
+    assert "canary check off in 1 passed run(s)" in said
