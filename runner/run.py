@@ -178,6 +178,8 @@ def run(config: RunConfig) -> dict:
     if not samples:
         raise UsageError(f"{opened.name}: no samples to evaluate (see the build report beside it)")
     evaluation, runtime = config.evaluation, config.runtime
+    if config.backend == "oracle":  # a check of the environments: the ground truths run, no recorded verdict
+        runtime = replace(runtime, known_verdicts=False)
     # the samples and options judging will check, checked before anything is generated (one error names every item)
     check_inputs([""] * len(samples), samples, test_selection=evaluation.test_selection, k=evaluation.k)
     kept = None

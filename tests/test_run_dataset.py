@@ -124,7 +124,8 @@ def published_minirepo(built_minirepo, tmp_path):
     """A published folder of 17 samples of the fixture repository (fill types in turn), built by hand."""
     from execrepobench_dataset.publish import publish
 
-    samples = [make_sample(built_minirepo, f, middle, judged=(f"tests/{test}",), fill_type=FILL_TYPES[i % 6])
+    samples = [make_sample(built_minirepo, f, middle, judged=(f"tests/{test}",), fill_type=FILL_TYPES[i % 6],
+                           selection_rule="coverage")  # verified: a ground truth's verdict is known
                for i, (f, middle, test) in enumerate(SPECS)]
     build = tmp_path / "build"
     build.mkdir()
@@ -148,6 +149,9 @@ def test_run_limit_from_published_folder_and_hub_id_then_compare(published_minir
     metrics = json.loads((oracle / "metrics.json").read_text())
     rows = (oracle / "results.jsonl").read_text().splitlines()
     assert len(rows) == 12 and metrics["n_samples"] == 12 and metrics["pass@1"] == 1.0
+    # the oracle checks the environments end to end: each ground truth ran (no verdict taken from the build)
+    assert not [r for r in rows if "known verdict" in json.loads(r)["detail"]]
+    assert metrics["canaries_passed"] == {"held": 12}
     run = metrics["run"]
     assert run["dataset"]["fingerprint"] == fingerprint and run["dataset"]["samples"] == 12
     assert run["dataset"]["samples_in_dataset"] == len(SPECS) and run["dataset"]["limit"] == 12
