@@ -173,6 +173,8 @@ def _prompting(config: RunConfig, options: dict):
 
 
 def run(config: RunConfig) -> dict:
+    if config.n < 1:
+        raise UsageError(f"--n must be at least 1 (completions per sample), got {config.n}")
     opened = open_source(config)  # the samples and the repository records (context files, environments)
     samples, resolver = stratified_subset(opened.samples, config.limit), opened.resolver
     if not samples:
