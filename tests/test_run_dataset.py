@@ -116,6 +116,11 @@ def test_run_refuses_bad_sources_before_anything_runs(tmp_path, hub, capsys, mon
     assert "Opt in explicitly" in capsys.readouterr().err
     assert main(["run", "--quickstart", "--backend", "oracle", "--out", str(out)]) == 2
     assert "Opt in explicitly" in capsys.readouterr().err
+    # environments missing from this cache: named (with how to make them) before anything is generated
+    assert main(["run", "--samples", str(valid / "samples.jsonl"), "--backend", "oracle", "--allow-exec",
+                 "--out", str(out)]) == 2
+    said = capsys.readouterr().err
+    assert "no environment in this cache for 2 repositories: alpha, beta" in said and "--prepare" in said
     assert not out.exists() or not any(out.iterdir())
 
 
