@@ -86,6 +86,20 @@ def test_configs_and_hub_ids_are_checked(tmp_path, hub):
         open_dataset("me/bench", revision="v9")
     hub_cache(published, hub, "me/bench", commit="d" * 40, ref="v2")
     assert open_dataset("me/bench", revision="v2").commit == "d" * 40
+    with pytest.raises(DatasetNotFound, match="a local folder, which has no revisions: --revision"):
+        open_dataset(published, revision="v2")  # not silently ignored (and recorded as if used)
+    # an incomplete copy: named as such, not as a sample whose context cannot be found
+    partial = tmp_path / "partial"
+    shutil.copytree(published, partial)
+    shutil.rmtree(partial / "data" / "repositories")
+    with pytest.raises(DatasetNotFound, match="no `repositories` config .* an incomplete copy or download"):
+        open_dataset(partial)
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    (bare / "README.md").write_text("---\n---\n")
+    hub_cache(bare, hub, "me/bare")
+    with pytest.raises(DatasetNotFound, match="or an incomplete download .*hf download me/bare --repo-type dataset"):
+        open_dataset("me/bare")
 
 
 def test_run_refuses_bad_sources_before_anything_runs(tmp_path, hub, capsys, monkeypatch):
