@@ -173,6 +173,30 @@ def _run_evaluate(args: argparse.Namespace) -> int:
     return 0
 
 
+DTYPES = ("auto", "bfloat16", "float16", "float32")  # what vLLM and transformers (torch.<dtype>) both take
+
+
+def _at_least(low: float, kind=int):
+    """An argparse type: a number of `kind` no smaller than `low`."""
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a{'n integer' if kind is int else ' number'}") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"{text} is below {low}")
+        return value
+    return parse
+
+
+def _fraction(text: str) -> float:
+    """An argparse type: a number in (0, 1]."""
+    value = _at_least(0.0, float)(text)
+    if not 0.0 < value <= 1.0:
+        raise argparse.ArgumentTypeError(f"{text} is not in (0, 1]")
+    return value
+
+
 def _add_run(p: argparse.ArgumentParser) -> None:
     src = p.add_mutually_exclusive_group()
     src.add_argument("--dataset", metavar="OWNER/NAME|FOLDER",
@@ -194,23 +218,24 @@ def _add_run(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", default=None,
                    help="model backends: a local model folder or a Hugging Face Hub model id (OWNER/NAME, read through "
                         "the Hugging Face cache; downloaded unless HF_HUB_OFFLINE=1); openai: the served name")
-    p.add_argument("--n", type=int, default=1, help="completions per sample")
+    p.add_argument("--n", type=_at_least(1), default=1, help="completions per sample")
     add_flags(p.add_argument_group("evaluation and runtime options (execrepobench_metric/options.py; the sandbox "
                                    "and executor options apply to a build first too)"), RUN_SETS)
     g = p.add_argument_group("model backends (transformers, vllm, openai)")
     g.add_argument("--template", default=None,
                    help="prompt template (see runner/templates.py; default: detected from the --model name; "
                         "'official': the detected family's official ExecRepoBench prompt, as in the paper)")
-    g.add_argument("--temperature", type=float, default=None, help="0 (default): greedy; > 0: sampling")
-    g.add_argument("--top-p", type=float, default=None, help="nucleus sampling (default 1.0)")
-    g.add_argument("--seed", type=int, default=None, help="sampling seed (default 0; per sample derived from it)")
-    g.add_argument("--max-new-tokens", type=int, default=None, help="generation budget per completion (default 512)")
-    g.add_argument("--tensor-parallel-size", type=int, default=None, help="vllm: GPUs to shard the model over")
-    g.add_argument("--max-model-len", type=int, default=None,
+    g.add_argument("--temperature", type=_at_least(0.0, float), default=None, help="0 (default): greedy; > 0: sampling")
+    g.add_argument("--top-p", type=_fraction, default=None, help="nucleus sampling (default 1.0)")
+    g.add_argument("--seed", type=_at_least(0), default=None, help="sampling seed (default 0; per sample derived from it)")
+    g.add_argument("--max-new-tokens", type=_at_least(1), default=None, help="generation budget per completion (default 512)")
+    g.add_argument("--tensor-parallel-size", type=_at_least(1), default=None, help="vllm: GPUs to shard the model over")
+    g.add_argument("--max-model-len", type=_at_least(1), default=None,
                    help="vllm: the engine's context length; every prompt backend fits its prompts to it")
-    g.add_argument("--gpu-memory-utilization", type=float, default=None,
+    g.add_argument("--gpu-memory-utilization", type=_fraction, default=None,
                    help="vllm: fraction of GPU memory for the engine (vLLM's default 0.9)")
-    g.add_argument("--dtype", default=None, help="vllm, transformers: auto (default), bfloat16, float16, float32")
+    g.add_argument("--dtype", default=None, choices=DTYPES,
+                   help="vllm, transformers: auto (default), bfloat16, float16, float32")
     g.add_argument("--trust-remote-code", action="store_true",
                    help="vllm, transformers: run the model repository's own Python code (off by default)")
     g.add_argument("--base-url", default=None,

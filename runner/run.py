@@ -136,6 +136,20 @@ def check_engine_options(backend: str, options: dict) -> None:
                          "transformers --dtype, --trust-remote-code and --max-model-len; openai --max-model-len)")
 
 
+def check_offline_flags(config: RunConfig, options: dict) -> None:
+    """An offline backend (baseline, oracle, null) takes no model, template or sampling flag: one given would
+    label the run as what it is not."""
+    if _backend_class(config.backend) is None or _needs_prompt(config.backend):
+        return
+    given = {"--model": config.model, "--template": config.template, "--max-new-tokens": config.max_new_tokens,
+             **{"--" + k.replace("_", "-"): options.get(k) for k in ("temperature", "top_p", "seed", "base_url")}}
+    flags = [flag for flag, value in given.items() if value is not None]
+    if flags:
+        raise UsageError(f"{', '.join(flags)}: the {config.backend!r} backend is offline and takes no model, "
+                         "template or sampling setting (the run is named after the backend); the model backends "
+                         "are transformers, vllm and openai")
+
+
 def _prompting(config: RunConfig, options: dict):
     """For model backends: (render(sample) -> (prompt, info), stop strings, template name), with the template
     (--template, else detected from the model name) and the model folder's own tokenizer and length.  Fills
@@ -177,6 +191,9 @@ def _prompting(config: RunConfig, options: dict):
 def run(config: RunConfig) -> dict:
     if config.n < 1:
         raise UsageError(f"--n must be at least 1 (completions per sample), got {config.n}")
+    options = dict(config.backend_options)
+    check_engine_options(config.backend, options)  # the flags first: nothing is opened for a bad one
+    check_offline_flags(config, options)
     opened = open_source(config)  # the samples and the repository records (context files, environments)
     samples, resolver = stratified_subset(opened.samples, config.limit), opened.resolver
     if not samples:
@@ -190,8 +207,7 @@ def run(config: RunConfig) -> dict:
     if evaluation.cutoff is not None:  # before generation: the dropped samples need no completion
         _, samples, kept = apply_cutoff([[]] * len(samples), samples, evaluation.cutoff)
         print(describe(kept))
-    options, render, stops, template = dict(config.backend_options), None, (), None
-    check_engine_options(config.backend, options)
+    render, stops, template = None, (), None
     if _needs_prompt(config.backend):
         render, stops, template = _prompting(config, options)
     require_opt_in(runtime.allow_exec)  # before a model is loaded and completions are generated

@@ -91,3 +91,34 @@ def test_user_facing_errors_share_the_base_and_keep_their_builtin_one():
         assert issubclass(cls, HarnessFailure) and issubclass(cls, RuntimeError)
         assert not issubclass(cls, ExecRepoBenchError)
     assert str(DatasetNotFound("no such dataset")) == "no such dataset"  # messages unchanged
+
+
+@pytest.mark.parametrize("flags, said", [
+    (["--dtype", "float8"], "argument --dtype: invalid choice: 'float8'"),
+    (["--max-model-len", "-5"], "argument --max-model-len: -5 is below 1"),
+    (["--gpu-memory-utilization", "1.5"], "argument --gpu-memory-utilization: 1.5 is not in (0, 1]"),
+    (["--tensor-parallel-size", "0"], "argument --tensor-parallel-size: 0 is below 1"),
+    (["--n", "0"], "argument --n: 0 is below 1"),
+    (["--temperature", "-1"], "argument --temperature: -1 is below 0.0"),
+    (["--top-p", "0"], "argument --top-p: 0 is not in (0, 1]"),
+    (["--seed", "x"], "argument --seed: 'x' is not an integer"),
+])
+def test_run_flag_values_are_checked_by_name(flags, said, tmp_path, capsys):
+    with pytest.raises(SystemExit) as done:
+        main(["run", "--out", str(tmp_path / "out"), *flags])
+    assert done.value.code == USER_ERROR_EXIT and said in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("flags", [["--model", "org/model"], ["--temperature", "0.8"], ["--template", "qwen2.5-coder"],
+                                   ["--max-new-tokens", "64", "--seed", "3"]])
+def test_offline_backends_take_no_model_or_sampling_flag(flags, tmp_path, capsys):
+    """An oracle run labelled as a model (its LaTeX row and leaderboard name) is refused, naming the flags."""
+    from test_dataset import judgeable_build
+
+    build = judgeable_build(tmp_path / "build")
+    out = tmp_path / "out"
+    assert main(["run", "--samples", str(build / "samples.jsonl"), "--backend", "oracle", "--allow-exec",
+                 "--out", str(out), *flags]) == USER_ERROR_EXIT
+    err = capsys.readouterr().err
+    assert f"{flags[0]}" in err and "the 'oracle' backend is offline" in err and not out.exists()

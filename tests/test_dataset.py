@@ -1,4 +1,5 @@
 """Publishing builder output as a Hugging Face dataset folder, loading it back, pushing it (offline)."""
+import dataclasses
 import hashlib
 import json
 import subprocess
@@ -69,6 +70,15 @@ def instruct(repo, file_name, middle, fill):
 
 INSTRUCT = [instruct("alpha", "alpha/x.py", "return 1", FILL_STATEMENT),
             instruct("beta", "beta/y.py", "für = 'ö'", FILL_BLOCK), instruct("beta", "beta/z.py", "", FILL_SPAN)]
+
+
+def judgeable_build(out: Path) -> Path:
+    """`write_build` of SAMPLES as judging accepts them (our test command, judged tests named): for checks
+    that come after the samples' (their environments are not in any cache)."""
+    from execrepobench_metric.execution.pytest_run import COMMAND_PREFIX
+
+    return write_build(out, [dataclasses.replace(s, test_command=COMMAND_PREFIX,
+                                                 judged_tests=s.judged_tests or ("tests/t.py::t",)) for s in SAMPLES])
 
 
 def write_build(out: Path, samples=SAMPLES, report_changes=None) -> Path:

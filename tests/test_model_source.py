@@ -14,7 +14,7 @@ import pytest
 from execrepobench.runner.backends.model_source import resolve_model
 from execrepobench.runner.cli import main
 from model_fixture import make_tokenizer
-from test_dataset import write_build
+from test_dataset import judgeable_build
 
 COMMIT = "5eed" + "0" * 36
 
@@ -92,14 +92,16 @@ def test_resolve_local_folders_and_cached_hub_ids(tmp_path, hf_cache):
         resolve_model(None, "vllm")
 
 
-def test_run_with_a_hub_model_id_passes_engine_flags_to_vllm(tmp_path, hf_cache, fake_vllm):
+def test_run_with_a_hub_model_id_passes_engine_flags_to_vllm(tmp_path, hf_cache, fake_vllm, monkeypatch):
     snapshot = cached_model(hf_cache, "me/tiny-coder")
-    build = write_build(tmp_path / "OUT")
+    build = judgeable_build(tmp_path / "OUT")
+    # the samples' environments: checked before the engine starts, and not what this test is about
+    monkeypatch.setattr("execrepobench.runner.run.ensure_prepared", lambda *a, **k: None)
     with pytest.raises(EngineStarted):
         main(["run", "--samples", str(build / "samples.jsonl"), "--backend", "vllm", "--model", "me/tiny-coder",
               "--template", "qwen2.5-coder", "--out", str(tmp_path / "res"), "--max-model-len", "2048",
               "--gpu-memory-utilization", "0.55", "--dtype", "bfloat16", "--tensor-parallel-size", "2",
-              "--trust-remote-code", "--no-progress"])
+              "--trust-remote-code", "--no-progress", "--allow-exec"])
     (args,) = fake_vllm
     assert args["model"] == str(snapshot)
     assert (args["max_model_len"], args["gpu_memory_utilization"], args["dtype"], args["tensor_parallel_size"],
@@ -107,7 +109,7 @@ def test_run_with_a_hub_model_id_passes_engine_flags_to_vllm(tmp_path, hf_cache,
     fake_vllm.clear()
     with pytest.raises(EngineStarted):  # without the flags: vLLM's own defaults, remote code off
         main(["run", "--samples", str(build / "samples.jsonl"), "--backend", "vllm", "--model", str(snapshot),
-              "--template", "qwen2.5-coder", "--out", str(tmp_path / "res2"), "--no-progress"])
+              "--template", "qwen2.5-coder", "--out", str(tmp_path / "res2"), "--no-progress", "--allow-exec"])
     (args,) = fake_vllm
     assert "max_model_len" not in args and "gpu_memory_utilization" not in args
     assert args["trust_remote_code"] is False and args["dtype"] == "auto" and args["tensor_parallel_size"] == 1
@@ -145,7 +147,7 @@ def test_transformers_backend_loads_the_cached_snapshot(tmp_path, hf_cache, monk
 
 
 def test_missing_model_and_misplaced_flags_are_clear_errors(tmp_path, hf_cache, fake_vllm, capsys):
-    build = write_build(tmp_path / "OUT")
+    build = judgeable_build(tmp_path / "OUT")
     base = ["run", "--samples", str(build / "samples.jsonl"), "--out", str(tmp_path / "res"), "--no-progress"]
     assert main([*base, "--backend", "vllm", "--model", "me/not-fetched", "--template", "qwen2.5-coder"]) == 2
     err = capsys.readouterr().err

@@ -14,7 +14,7 @@ from execrepobench.runner.cli import main
 from execrepobench.runner.dataset_source import stratified_subset
 from execrepobench_dataset.load import DatasetNotFound, open_dataset
 from execrepobench_dataset.record import FILL_TYPES, write_jsonl
-from test_dataset import SAMPLES, write_build
+from test_dataset import SAMPLES, judgeable_build, write_build
 
 # (file, middle, judged test) of the fixture repository: every null fill fails these tests
 SPECS = [("minirepo/mathx.py", "return low", "test_mathx.py::test_clamp_edges"),
@@ -121,11 +121,7 @@ def test_run_refuses_bad_sources_before_anything_runs(tmp_path, hub, capsys, mon
     # no opt-in to run model code: refused before anything is generated (or built), not after
     monkeypatch.delenv("EXECREPOBENCH_ALLOW_EXEC", raising=False)
     monkeypatch.delenv("HF_ALLOW_CODE_EVAL", raising=False)
-    from execrepobench_metric.execution.pytest_run import COMMAND_PREFIX
-
-    valid = write_build(tmp_path / "VALID", [dataclasses.replace(s, test_command=COMMAND_PREFIX,
-                                                                 judged_tests=s.judged_tests or ("tests/t.py::t",))
-                                             for s in SAMPLES])
+    valid = judgeable_build(tmp_path / "VALID")
     assert main(["run", "--samples", str(valid / "samples.jsonl"), "--backend", "oracle", "--out", str(out)]) == 2
     assert "Opt in explicitly" in capsys.readouterr().err
     assert main(["run", "--quickstart", "--backend", "oracle", "--out", str(out)]) == 2
