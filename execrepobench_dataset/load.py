@@ -128,6 +128,9 @@ def local_folder(dataset: str | Path, revision: str | None = None,
                  config: str = SAMPLES_CONFIG) -> tuple[Path, str]:
     """(folder or samples file, kind) for a builder folder, a published folder, a samples file or a Hub id."""
     path = Path(dataset).expanduser()
+    if revision is not None and path.exists():
+        raise DatasetNotFound(f"dataset {dataset}: a local {'file' if path.is_file() else 'folder'}, which has no "
+                              "revisions: --revision (revision=) chooses a version of a Hub dataset id only")
     if path.is_file():
         return path, "samples-file"
     if path.is_dir():
@@ -140,8 +143,9 @@ def local_folder(dataset: str | Path, revision: str | None = None,
     if isinstance(dataset, str) and _HUB_ID_RE.match(dataset) and not dataset.startswith((".", "/")):
         folder = _snapshot(dataset, revision, config)
         if not (folder / "data").is_dir():
-            raise DatasetNotFound(f"dataset {dataset}: the Hub snapshot has no data/ folder (not an ExecRepoBench "
-                                  "dataset)")
+            raise DatasetNotFound(f"dataset {dataset}: the Hub snapshot ({folder}) has no data/ folder: not an "
+                                  "ExecRepoBench dataset, or an incomplete download (fetch it again: "
+                                  f"`hf download {dataset} --repo-type dataset`)")
         return folder, "published"
     raise DatasetNotFound(f"dataset {dataset}: no such folder or file, and not a Hub dataset id (OWNER/NAME)")
 
@@ -180,6 +184,10 @@ def open_dataset(dataset: str | Path, revision: str | None = None, config: str |
     _check_config(dataset, folder, kind, config)
     commit = None
     if kind == "published":
+        if not any((folder / "data" / REPOS_CONFIG).glob("*.parquet")):
+            raise DatasetNotFound(f"dataset {dataset}: no `{REPOS_CONFIG}` config (data/{REPOS_CONFIG}/*.parquet): "
+                                  "the repository records that make the environments and hold the context files; "
+                                  "an incomplete copy or download?")
         try:
             samples = [Sample.from_dict(r) for r in _read_parquet_rows(folder / "data" / config)]
             repos = [RepoRecord.from_dict(r) for r in _read_parquet_rows(folder / "data" / REPOS_CONFIG)]

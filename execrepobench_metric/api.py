@@ -142,7 +142,7 @@ def compute_with(predictions: Sequence[Any], references: Sequence[Any],
         completions, samples, kept = apply_cutoff(completions, samples, evaluation.cutoff)
     artifacts = runtime.artifacts_dir or default_root()
     config = EngineConfig(judge=replace(JudgeConfig(), timeout_s=timeout, selection=evaluation.test_selection,
-                                               canaries=True),
+                                               canaries=True, known_verdicts=runtime.known_verdicts),
                           allow_exec=runtime.allow_exec, allow_weak_sandbox=runtime.allow_weak_sandbox,
                           use_cache=runtime.use_cache, journal=runtime.journal, progress=runtime.progress,
                           keep_artifacts=runtime.keep_artifacts, artifacts=artifacts,

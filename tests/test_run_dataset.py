@@ -86,6 +86,20 @@ def test_configs_and_hub_ids_are_checked(tmp_path, hub):
         open_dataset("me/bench", revision="v9")
     hub_cache(published, hub, "me/bench", commit="d" * 40, ref="v2")
     assert open_dataset("me/bench", revision="v2").commit == "d" * 40
+    with pytest.raises(DatasetNotFound, match="a local folder, which has no revisions: --revision"):
+        open_dataset(published, revision="v2")  # not silently ignored (and recorded as if used)
+    # an incomplete copy: named as such, not as a sample whose context cannot be found
+    partial = tmp_path / "partial"
+    shutil.copytree(published, partial)
+    shutil.rmtree(partial / "data" / "repositories")
+    with pytest.raises(DatasetNotFound, match="no `repositories` config .* an incomplete copy or download"):
+        open_dataset(partial)
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    (bare / "README.md").write_text("---\n---\n")
+    hub_cache(bare, hub, "me/bare")
+    with pytest.raises(DatasetNotFound, match="or an incomplete download .*hf download me/bare --repo-type dataset"):
+        open_dataset("me/bare")
 
 
 def test_run_refuses_bad_sources_before_anything_runs(tmp_path, hub, capsys, monkeypatch):
@@ -116,6 +130,11 @@ def test_run_refuses_bad_sources_before_anything_runs(tmp_path, hub, capsys, mon
     assert "Opt in explicitly" in capsys.readouterr().err
     assert main(["run", "--quickstart", "--backend", "oracle", "--out", str(out)]) == 2
     assert "Opt in explicitly" in capsys.readouterr().err
+    # environments missing from this cache: named (with how to make them) before anything is generated
+    assert main(["run", "--samples", str(valid / "samples.jsonl"), "--backend", "oracle", "--allow-exec",
+                 "--out", str(out)]) == 2
+    said = capsys.readouterr().err
+    assert "no environment in this cache for 2 repositories: alpha, beta" in said and "--prepare" in said
     assert not out.exists() or not any(out.iterdir())
 
 
@@ -124,7 +143,8 @@ def published_minirepo(built_minirepo, tmp_path):
     """A published folder of 17 samples of the fixture repository (fill types in turn), built by hand."""
     from execrepobench_dataset.publish import publish
 
-    samples = [make_sample(built_minirepo, f, middle, judged=(f"tests/{test}",), fill_type=FILL_TYPES[i % 6])
+    samples = [make_sample(built_minirepo, f, middle, judged=(f"tests/{test}",), fill_type=FILL_TYPES[i % 6],
+                           selection_rule="coverage")  # verified: a ground truth's verdict is known
                for i, (f, middle, test) in enumerate(SPECS)]
     build = tmp_path / "build"
     build.mkdir()
@@ -148,6 +168,9 @@ def test_run_limit_from_published_folder_and_hub_id_then_compare(published_minir
     metrics = json.loads((oracle / "metrics.json").read_text())
     rows = (oracle / "results.jsonl").read_text().splitlines()
     assert len(rows) == 12 and metrics["n_samples"] == 12 and metrics["pass@1"] == 1.0
+    # the oracle checks the environments end to end: each ground truth ran (no verdict taken from the build)
+    assert not [r for r in rows if "known verdict" in json.loads(r)["detail"]]
+    assert metrics["canaries_passed"] == {"held": 12}
     run = metrics["run"]
     assert run["dataset"]["fingerprint"] == fingerprint and run["dataset"]["samples"] == 12
     assert run["dataset"]["samples_in_dataset"] == len(SPECS) and run["dataset"]["limit"] == 12
