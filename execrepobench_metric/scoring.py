@@ -191,8 +191,14 @@ def summarize(samples: Sequence[Sample], verdict_passed: Sequence[Sequence[bool]
     return out
 
 
+LATEX_SPECIAL = {"\\": r"\textbackslash{}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
+                 **{ch: "\\" + ch for ch in "&%$#_{}"}}
+
+
 def _latex_escape(text: str) -> str:
-    return "".join("\\" + ch if ch in "&%$#_{}" else ch for ch in text)
+    """`text` as literal LaTeX text: each of LaTeX's ten special characters is escaped (one pass, so the
+    backslashes added are not escaped again); a line break becomes a space."""
+    return "".join(LATEX_SPECIAL.get(ch, ch) for ch in " ".join(text.splitlines()))
 
 
 def latex_row(summary: Mapping[str, float | int], model_name: str) -> str:

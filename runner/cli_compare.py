@@ -12,19 +12,23 @@ def add_compare(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", type=Path, required=True,
                    help="folder for leaderboard.md, leaderboard.html and comparison.json")
     p.add_argument("--resamples", type=int, default=None,
-                   help="bootstrap resamples and permutations (default 10000)")
-    p.add_argument("--seed", type=int, default=None, help="seed of the resampling (default 0)")
+                   help="bootstrap resamples and permutations, at least 100 (default 10000)")
+    p.add_argument("--seed", type=int, default=None, help="seed of the resampling, >= 0 (default 0)")
 
 
 def run_compare(args: argparse.Namespace) -> int:
-    from .compare import DEFAULT_RESAMPLES, DEFAULT_SEED, write_comparison
+    from .compare import DEFAULT_RESAMPLES, DEFAULT_SEED, check_settings, write_comparison
 
-    result = write_comparison(args.runs, args.out, args.resamples or DEFAULT_RESAMPLES,
-                              DEFAULT_SEED if args.seed is None else args.seed)
+    resamples = DEFAULT_RESAMPLES if args.resamples is None else args.resamples
+    seed = DEFAULT_SEED if args.seed is None else args.seed
+    check_settings(resamples, seed, ("--resamples", "--seed"))
+    result = write_comparison(args.runs, args.out, resamples, seed)
     for m in result["models"]:
         low, high = m["pass@1_ci95"]
         print(f"{m['rank']:3d}  {m['label']:40}  pass@1 {100 * m['pass@1']:5.1f}%  "
               f"[{100 * low:5.1f}, {100 * high:5.1f}]  ES {100 * m['es']:5.1f}%")
+    if result["note"]:
+        print(result["note"])
     print(f"compared on {result['samples']['compared']} samples; wrote {args.out}/leaderboard.md, "
           "leaderboard.html, comparison.json")
     return 0

@@ -13,8 +13,8 @@ mean over samples.  Uncertainty (fixed seed, so the output is reproducible):
   permutation test (the two models' scores of each sample swapped at random; sign flips of the
   per-sample differences), with the +1 correction, so it is never 0.
 
-Writes `comparison.json` (fractions, 0..1), `leaderboard.md` and `leaderboard.html` (percent, said so;
-the page is rendered by `compare_html.py`).
+Writes `comparison.json` (fractions, 0..1; `note` says when the runs judged different subsets),
+`leaderboard.md` and `leaderboard.html` (percent, said so; written by `compare_md.py` and `compare_html.py`).
 """
 from __future__ import annotations
 
@@ -24,13 +24,12 @@ from pathlib import Path
 
 import numpy as np
 
-from execrepobench_dataset.errors import ExecRepoBenchError
+from execrepobench_dataset.errors import ExecRepoBenchError, UsageError
 from execrepobench_dataset.record import FILL_TYPES
-
-from .compare_html import p_text
 
 DEFAULT_RESAMPLES = 10_000
 DEFAULT_SEED = 0
+MIN_RESAMPLES = 100
 CHUNK = 500  # bootstrap resamples drawn at once (bounded memory for large datasets)
 
 
@@ -49,16 +48,41 @@ class RunScores:
     metrics: dict
 
 
+def _read_json_lines(path: Path) -> list[tuple[int, object]]:
+    """(line number, row) of each non-blank line of a JSONL file; a line that is not JSON is named by file
+    and line number."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise CompareError(f"{path}: unreadable results (not UTF-8 text: {exc})") from None
+    rows = []
+    for n, line in enumerate(text.splitlines(), 1):
+        if line.strip():
+            try:
+                rows.append((n, json.loads(line)))
+            except ValueError as exc:
+                raise CompareError(f"{path}:{n}: unreadable results line, not JSON ({exc})") from None
+    return rows
+
+
 def _read_run(folder: Path) -> RunScores:
+    if not folder.exists():
+        raise CompareError(f"{folder}: no such folder")
+    if not folder.is_dir():
+        raise CompareError(f"{folder}: not a folder (give the result folder of `execrepobench run` / `evaluate`)")
     metrics_path, rows_path = folder / "metrics.json", folder / "results.jsonl"
-    if not metrics_path.is_file() or not rows_path.is_file():
-        raise CompareError(f"{folder}: no metrics.json and results.jsonl (not a finished `execrepobench run` / "
-                           "`evaluate` folder; a run with harness errors writes no score: fix it and run again)")
+    missing = [p.name for p in (metrics_path, rows_path) if not p.is_file()]
+    if missing:
+        what = " and ".join(missing) + (" (the folder has neither)" if len(missing) == 2 else "")
+        raise CompareError(f"{folder}: no {what}: not a finished `execrepobench run` / `evaluate` folder (a run "
+                           "with harness errors writes no score: fix it and run again)")
     try:
         metrics = json.loads(metrics_path.read_text(encoding="utf-8"))
-        rows = [json.loads(line) for line in rows_path.read_text(encoding="utf-8").splitlines() if line.strip()]
     except ValueError as exc:
-        raise CompareError(f"{folder}: unreadable results ({exc})") from None
+        raise CompareError(f"{metrics_path}: unreadable, not JSON ({exc})") from None
+    if not isinstance(metrics, dict):
+        raise CompareError(f"{metrics_path}: not a JSON object (not written by `execrepobench run` / `evaluate`)")
+    rows = _read_json_lines(rows_path)
     run = metrics.get("run") if isinstance(metrics.get("run"), dict) else {}
     dataset = run.get("dataset") if isinstance(run.get("dataset"), dict) else {}
     if not dataset.get("fingerprint"):
@@ -67,7 +91,7 @@ def _read_run(folder: Path) -> RunScores:
     passed: dict[str, list[bool]] = {}
     es: dict[str, list[float]] = {}
     groups: dict[str, tuple[str, str]] = {}
-    for n, row in enumerate(rows, 1):
+    for n, row in rows:
         try:
             sid = row["sample_id"]
             passed.setdefault(sid, []).append(bool(row["passed"]))
@@ -84,10 +108,17 @@ def _read_run(folder: Path) -> RunScores:
 
 
 def read_runs(folders: list[Path]) -> list[RunScores]:
-    """The runs, checked: at least two, one dataset fingerprint, distinct labels (the folder name is added
-    to labels that repeat)."""
+    """The runs, checked: at least two, each folder once (paths resolved: `a`, `a/` and a link to it are
+    one folder), one dataset fingerprint, distinct labels (the folder name is added to labels that repeat)."""
     if len(folders) < 2:
         raise CompareError("compare needs at least two result folders")
+    seen: dict[Path, Path] = {}
+    for folder in map(Path, folders):
+        first = seen.get(folder.resolve())
+        if first is not None:
+            same = f"{folder}" if str(first) == str(folder) else f"{folder} (the same folder as {first})"
+            raise CompareError(f"{same} is given twice: a run compared with itself; give each result folder once")
+        seen[folder.resolve()] = folder
     runs = [_read_run(Path(f)) for f in folders]
     by_print: dict[str, list[str]] = {}
     for r in runs:
@@ -145,10 +176,29 @@ def _group_table(runs: list[RunScores], ids: list[str], key: int, names: list[st
     return out
 
 
+def check_settings(resamples: object, seed: object, names: tuple[str, str] = ("resamples", "seed")) -> None:
+    """UsageError naming the setting (`names`: the keyword or flag names) unless `resamples` is an integer
+    >= MIN_RESAMPLES and `seed` a non-negative integer."""
+    def whole(x: object) -> bool:
+        return isinstance(x, (int, np.integer)) and not isinstance(x, bool)
+
+    if not whole(resamples) or resamples < MIN_RESAMPLES:
+        raise UsageError(f"{names[0]} must be an integer of at least {MIN_RESAMPLES}, got {resamples!r}")
+    if not whole(seed) or seed < 0:
+        raise UsageError(f"{names[1]} must be a non-negative integer, got {seed!r}")
+
+
+def subset_note(per_run: dict, compared: int) -> str | None:
+    """What the output says when the runs judged different subsets of the dataset, else None."""
+    if all(count == compared for count in per_run.values()):
+        return None
+    return ("Runs judged different subsets; only the samples they share are compared ("
+            + ", ".join(f"{label}: {count}" for label, count in per_run.items()) + f"; {compared} shared).")
+
+
 def compare(folders: list[Path], resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED) -> dict:
     """The comparison of the runs in `folders` (see the module docstring), as written to comparison.json."""
-    if resamples < 100:
-        raise CompareError(f"resamples must be at least 100, got {resamples}")
+    check_settings(resamples, seed)
     runs = read_runs(folders)
     common = set(runs[0].per_sample)
     for r in runs[1:]:
@@ -182,8 +232,9 @@ def compare(folders: list[Path], resamples: int = DEFAULT_RESAMPLES, seed: int =
                           "difference_ci95": _interval(draws[i] - draws[j]),
                           "p_value": permutation_p(passes[i], passes[j], resamples, rng)})
     repos = sorted({runs[0].groups[s][1] for s in ids})
+    per_run = {r.label: len(r.per_sample) for r in runs}
     return {"dataset": {"name": runs[0].dataset, "fingerprint": runs[0].fingerprint},
-            "samples": {"compared": len(ids), "per_run": {r.label: len(r.per_sample) for r in runs}},
+            "samples": {"compared": len(ids), "per_run": per_run}, "note": subset_note(per_run, len(ids)),
             "method": {"score": "pass@1 per sample (passed completions / completions), mean over samples",
                        "interval": "paired bootstrap over samples, percentile 95%", "resamples": resamples,
                        "p_value": "paired permutation (sign flip), two-sided, (1 + hits) / (1 + resamples)",
@@ -192,40 +243,20 @@ def compare(folders: list[Path], resamples: int = DEFAULT_RESAMPLES, seed: int =
             "per_fill_type": _group_table(runs, ids, 0, list(FILL_TYPES)), "per_repository": _group_table(runs, ids, 1, repos)}
 
 
-def _pct(x: float) -> str:
-    return f"{100.0 * x:.1f}"
-
-
-def markdown(result: dict) -> str:
-    """leaderboard.md: the table, the pairs, pass@1 per fill type and per repository (percent)."""
-    models, labels = result["models"], [m["label"] for m in result["models"]]
-    ds, method = result["dataset"], result["method"]
-    lines = ["# ExecRepoBench leaderboard", "",
-             f"Dataset `{ds['name']}` (fingerprint `{ds['fingerprint']}`), {result['samples']['compared']} samples "
-             f"compared. Scores in percent. 95% intervals: {method['interval']} ({method['resamples']} resamples, "
-             f"seed {method['seed']}); p-values: {method['p_value']}.", "",
-             "| rank | model | pass@1 % | 95% CI | ES % | backend | samples in run |", "|---|---|---|---|---|---|---|"]
-    lines += [f"| {m['rank']} | {m['label']} | {_pct(m['pass@1'])} | {_pct(m['pass@1_ci95'][0])} - "
-              f"{_pct(m['pass@1_ci95'][1])} | {_pct(m['es'])} | {m.get('backend') or '-'} | {m['samples_in_run']} |"
-              for m in models]
-    lines += ["", "## Pairs", "", "| model A | model B | A - B (points) | 95% CI | p-value |", "|---|---|---|---|---|"]
-    lines += [f"| {p['a']} | {p['b']} | {_pct(p['difference'])} | {_pct(p['difference_ci95'][0])} - "
-              f"{_pct(p['difference_ci95'][1])} | {p_text(p['p_value'])} |" for p in result["pairs"]]
-    for title, key in (("pass@1 per fill type", "per_fill_type"), ("pass@1 per repository", "per_repository")):
-        lines += ["", f"## {title} (%)", "", "| group | n | " + " | ".join(labels) + " |",
-                  "|---|---|" + "---|" * len(labels)]
-        lines += [f"| {name} | {g['n']} | " + " | ".join(_pct(g["pass@1"][lb]) for lb in labels) + " |"
-                  for name, g in result[key].items()]
-    return "\n".join(lines) + "\n"
-
-
 def write_comparison(folders: list[Path], out: Path, resamples: int = DEFAULT_RESAMPLES,
                      seed: int = DEFAULT_SEED) -> dict:
     """Compare, then write comparison.json, leaderboard.md and leaderboard.html into `out`."""
     from .compare_html import render_page
+    from .compare_md import markdown
 
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out {out}: a file, not a folder; --out must be a folder (it is made if missing)")
     result = compare(folders, resamples, seed)
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError) as exc:
+        raise UsageError(f"--out {out}: cannot make the folder ({exc.strerror}: {exc.filename}); --out must be a "
+                         "folder") from None
     (out / "comparison.json").write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
     (out / "leaderboard.md").write_text(markdown(result), encoding="utf-8")
     (out / "leaderboard.html").write_text(render_page(result), encoding="utf-8")

@@ -1,6 +1,8 @@
 """leaderboard.html: one self-contained page (no script, no external file): the leaderboard with 95%
-intervals, the pairs with p-values, a per-fill-type chart (inline SVG drawn by matplotlib, its text kept
-as text) and the per-repository breakdown.  Scores in percent, as the page says."""
+intervals and, under it, the pairs with p-values; a per-fill-type chart (inline SVG drawn by matplotlib,
+its text kept as text: the legend above the axes, each bar's value printed over it, so a 0 shows as
+"0.0", not as a missing bar) with its table; the per-repository breakdown.  Scores in percent, as the
+page says."""
 from __future__ import annotations
 
 import io
@@ -29,32 +31,51 @@ def p_text(p: float) -> str:
     return f"{p:.4f}" if p >= 1e-4 else f"{p:.1e}"
 
 
-def fill_chart_svg(result: dict) -> str:
-    """Grouped bars: pass@1 (%) per fill type and overall, one bar per model; the overall bars carry
-    their 95% interval.  Inline SVG (no XML prolog), deterministic ids."""
+def fill_chart(result: dict):
+    """The matplotlib Figure: grouped bars, pass@1 (%) per fill type and overall, one bar per model, its
+    value written over it; the overall bars carry their 95% interval; the legend above the axes."""
     from matplotlib.figure import Figure
-    import matplotlib
 
     models = result["models"]
     groups = [("all", None)] + [(SHORT[f], f) for f in FILL_TYPES if f in result["per_fill_type"]]
     width = 0.8 / max(1, len(models))
+    upright = len(models) > 2  # narrow bars: their values written upwards
+    fig = Figure(figsize=(10, 4.6), layout="constrained")
+    ax = fig.subplots()
+    handles = []
+    for i, m in enumerate(models):
+        xs = [g + (i - (len(models) - 1) / 2) * width for g in range(len(groups))]
+        values = [100.0 * (m["pass@1"] if fill is None else result["per_fill_type"][fill]["pass@1"][m["label"]])
+                  for _, fill in groups]
+        bars = ax.bar(xs, values, width)
+        handles.append(bars)
+        low, high = (100.0 * v for v in m["pass@1_ci95"])
+        ax.errorbar([xs[0]], [values[0]], yerr=[[values[0] - low], [high - values[0]]], fmt="none", ecolor="black",
+                    capsize=3)
+        colour = bars.patches[0].get_facecolor()
+        tops = [max(values[0], high)] + values[1:]  # over the interval's cap for the overall bar
+        for x, top, value in zip(xs, tops, values):
+            ax.annotate(f"{value:.1f}", (x, top), xytext=(0, 2), textcoords="offset points", ha="center",
+                        va="bottom", fontsize=8, rotation=90 if upright else 0, color="#333")
+            if value == 0:  # a stub in the bar's colour: a 0, not a missing bar
+                ax.hlines(0, x - width / 2, x + width / 2, colors=[colour], linewidth=4, clip_on=False)
+    ax.set_xticks(range(len(groups)), [name for name, _ in groups])
+    ax.set_ylim(0, 118 if upright else 110)
+    ax.set_yticks(range(0, 101, 20))
+    ax.set_ylabel("pass@1 (%)")
+    ax.set_title("pass@1 per fill type (overall: with its 95% bootstrap interval; value over each bar)")
+    # Labels given as they are: no mathtext from a `$`, and a leading `_` does not hide a model.
+    fig.legend(handles, [m["label"].replace("$", r"\$") for m in models], loc="outside upper center",
+               ncols=min(len(models), 4), fontsize="small", frameon=False)
+    return fig
+
+
+def fill_chart_svg(result: dict) -> str:
+    """`fill_chart` as inline SVG (no XML prolog, text kept as text, deterministic ids)."""
+    import matplotlib
+
     with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "execrepobench-compare"}):
-        fig = Figure(figsize=(10, 4.2))
-        ax = fig.subplots()
-        for i, m in enumerate(models):
-            xs = [g + (i - (len(models) - 1) / 2) * width for g in range(len(groups))]
-            values = [100.0 * (m["pass@1"] if fill is None else result["per_fill_type"][fill]["pass@1"][m["label"]])
-                      for _, fill in groups]
-            ax.bar(xs, values, width, label=m["label"])
-            low, high = (100.0 * v for v in m["pass@1_ci95"])
-            ax.errorbar([xs[0]], [values[0]], yerr=[[values[0] - low], [high - values[0]]], fmt="none", ecolor="black",
-                        capsize=3)
-        ax.set_xticks(range(len(groups)), [name for name, _ in groups])
-        ax.set_ylim(0, 105)
-        ax.set_ylabel("pass@1 (%)")
-        ax.set_title("pass@1 per fill type (overall: with its 95% bootstrap interval)")
-        ax.legend(fontsize="small")
-        fig.tight_layout()
+        fig = fill_chart(result)
         buf = io.StringIO()
         fig.savefig(buf, format="svg", metadata={"Date": None})
     text = buf.getvalue()
@@ -87,9 +108,7 @@ def render_page(result: dict) -> str:
     repos = _table("pass@1 per repository (%)", ["repository", "n", *labels],
                    [[name, g["n"], *(_pct(g["pass@1"][lb]) for lb in labels)]
                     for name, g in result["per_repository"].items()])
-    subset = ("" if len(set(samples["per_run"].values())) == 1 and next(iter(samples["per_run"].values()))
-              == samples["compared"] else " Runs judged different subsets; only the samples they share are compared ("
-              + ", ".join(f"{escape(k)}: {v}" for k, v in samples["per_run"].items()) + ").")
+    subset = f' <strong class="subset">{escape(result["note"])}</strong>' if result.get("note") else ""
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>ExecRepoBench leaderboard</title>
 <style>{STYLE}</style></head>
@@ -99,9 +118,9 @@ def render_page(result: dict) -> str:
 {samples['compared']} samples compared.{subset} Scores in percent. Intervals: {escape(method['interval'])}
 ({method['resamples']} resamples, seed {method['seed']}). p-values: {escape(method['p_value'])}.</p>
 <section id="leaderboard">{board}</section>
+<section id="pairs">{pairs}</section>
 <section id="chart"><h2>Per fill type</h2><figure>{fill_chart_svg(result)}</figure>
 {fills}</section>
-<section id="pairs">{pairs}</section>
 <section id="repositories"><h2>Per repository</h2>{repos}</section>
 </body></html>
 """

@@ -26,7 +26,7 @@ def _bad_input(tmp_path):
                            "module name 'not-an-identifier': use letters, digits and underscores"),
         "prepare": (["--dataset", missing, "--workers", "0"], "--workers must be >= 1"),
         "fingerprint": ([missing], "missing: no such folder or file"),
-        "compare": ([str(tmp_path / "a"), str(tmp_path / "b"), "--out", out], "a: no metrics.json and results.jsonl"),
+        "compare": ([str(tmp_path / "a"), str(tmp_path / "b"), "--out", out], "a: no such folder"),
         "live": (["--after", "2999-01-01", "--out", out], "--after 2999-01-01 is in the future"),
     }
 

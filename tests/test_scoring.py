@@ -1,4 +1,5 @@
 import math
+import re
 from fractions import Fraction
 
 import pytest
@@ -208,3 +209,15 @@ def test_latex_row_missing_groups_and_escaping():
     row = latex_row(summarize(SAMPLES, VERDICTS, COMPLETIONS), "qwen2.5_coder")
     assert row == r"qwen2.5\_coder & 50.0 & 50.0 & - & - & - & - & 100.0 & 50.0 & - & - & 75.0 & 50.0 & 75.0 & 50.0 \\"
     assert latex_row({}, "m") == "m" + " & -" * 14 + r" \\"
+
+
+def test_latex_row_escapes_every_special_character_of_the_model_name_only():
+    row = latex_row({"es": 0.5, "pass@1": 0.25}, "a_b&c%d#e$f{g}h~i^j\\k")
+    name, *cells = row.removesuffix(r" \\").split(" & ")
+    assert name == (r"a\_b\&c\%d\#e\$f\{g\}h\textasciitilde{}i\textasciicircum{}j\textbackslash{}k")
+    assert cells[-2:] == ["50.0", "25.0"] and cells[:-2] == ["-"] * 12  # the numbers stay as they are
+    assert row.count(" & ") == 14 and row.endswith(r" \\")
+    # no special character is left bare: each is escaped, or part of an escape's own \command{}
+    bare = re.sub(r"\\(text\w+\{\}|[&%$#_{}])", "", name)
+    assert not set(bare) & set("&%$#_{}~^\\"), bare
+    assert latex_row({}, "two\nlines") == "two lines" + " & -" * 14 + r" \\"
