@@ -166,7 +166,8 @@ def _prompting(config: RunConfig, options: dict):
     template = get_template(name)
     if config.template in (None, "official"):
         print(f"template: {name} (detected from the model name {config.model!r}; --template NAME to choose)")
-    folder = resolve_model(options.get("tokenizer") or config.model, config.backend).path
+    folder = resolve_model(options.get("tokenizer") or config.model, config.backend,
+                           tokenizer_only=config.backend == "openai").path  # served elsewhere: no weights here
     if not (folder / "tokenizer.json").is_file():
         raise FileNotFoundError(f"model {options.get('tokenizer') or config.model!r} ({folder}) has no tokenizer.json: "
                                 "prompts are fitted with the model's own tokenizer, so --model must be a model folder "

@@ -92,6 +92,33 @@ def test_resolve_local_folders_and_cached_hub_ids(tmp_path, hf_cache):
         resolve_model(None, "vllm")
 
 
+def test_a_served_model_fetches_its_tokenizer_not_its_weights(tmp_path, monkeypatch):
+    """openai (the model runs on a server): only TOKENIZER_FILES come from the Hub; the engines get the whole
+    snapshot.  The Hub's HTTP API cannot be reached here: snapshot_download is a recording stand-in."""
+    import huggingface_hub
+    from huggingface_hub import constants, errors
+
+    from execrepobench.runner.backends.model_source import TOKENIZER_FILES
+
+    folder = tmp_path / "snap"
+    folder.mkdir()
+    (folder / "config.json").write_text("{}")
+    asked = []
+
+    def snapshot_download(repo_id, local_files_only=False, allow_patterns=None):
+        if local_files_only:  # nothing cached yet: the online path
+            raise errors.LocalEntryNotFoundError("not cached")
+        asked.append((repo_id, allow_patterns))
+        return str(folder)
+
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", snapshot_download)
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    assert resolve_model("me/served", "openai", tokenizer_only=True).path == folder
+    assert resolve_model("me/engine", "vllm").path == folder
+    assert asked == [("me/served", TOKENIZER_FILES), ("me/engine", None)]
+    assert "tokenizer.json" in TOKENIZER_FILES and not any(f.endswith((".safetensors", ".bin")) for f in TOKENIZER_FILES)
+
+
 def test_run_with_a_hub_model_id_passes_engine_flags_to_vllm(tmp_path, hf_cache, fake_vllm, monkeypatch):
     snapshot = cached_model(hf_cache, "me/tiny-coder")
     build = judgeable_build(tmp_path / "OUT")
