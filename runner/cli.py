@@ -36,6 +36,30 @@ def _add_executor(p: argparse.ArgumentParser, what: str) -> None:
                         "(RAY_ADDRESS, else a Ray instance started on this machine)")
 
 
+DTYPES = ("auto", "bfloat16", "float16", "float32")  # what vLLM and transformers (torch.<dtype>) both take
+
+
+def _at_least(low: float, kind=int):
+    """An argparse type: a number of `kind` no smaller than `low`."""
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a{'n integer' if kind is int else ' number'}") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"{text} is below {low}")
+        return value
+    return parse
+
+
+def _fraction(text: str) -> float:
+    """An argparse type: a number in (0, 1]."""
+    value = _at_least(0.0, float)(text)
+    if not 0.0 < value <= 1.0:
+        raise argparse.ArgumentTypeError(f"{text} is not in (0, 1]")
+    return value
+
+
 def _add_build(p: argparse.ArgumentParser) -> None:
     p.add_argument("--manifest", type=Path, default=None,
                    help="TOML manifest of repositories (default: the packaged default manifest)")
@@ -109,6 +133,9 @@ def _add_evaluate(p: argparse.ArgumentParser) -> None:
                      help='JSONL, one line per sample: {"sample_id": ..., "completion": str or [str, ...]}')
     src.add_argument("--reference-fill", choices=("ground_truth", "null"),
                      help="judge the ground truth (should pass) or the null fill (should fail): checks the setup")
+    p.add_argument("--limit", type=_at_least(1), default=None,
+                   help="judge only N samples: the deterministic subset, stratified by fill type, that `run --limit N` "
+                        "judges (predictions for other samples are not needed)")
     p.add_argument("--out", type=Path, required=True, help="results folder (results.jsonl, metrics.json)")
     add_flags(p.add_argument_group("evaluation and runtime options (execrepobench_metric/options.py)"),
               EVALUATE_SETS)
@@ -122,13 +149,18 @@ def _run_evaluate(args: argparse.Namespace) -> int:
     from execrepobench_metric.api import HarnessError, InputError, compute_with
     from execrepobench_metric.cutoff import describe, released_after
     from execrepobench_metric.execution.fills import null_fill
+    from execrepobench.runner.dataset_source import dataset_record, stratified_subset
 
     evaluation, runtime = from_args(args, journal=args.out / "journal.jsonl", artifacts_dir=args.out / "artifacts")
     if args.samples and (args.config or args.revision):
         raise InputError("--config and --revision choose what to read from a published dataset: give --dataset")
     opened = open_dataset(args.samples) if args.samples else open_dataset(args.dataset, args.revision, args.config)
-    samples = list(opened.samples)
     cutoff = evaluation.cutoff
+    samples = list(opened.samples)
+    if args.limit is not None:  # among the samples released after the cutoff, as `run` picks them
+        samples = stratified_subset([s for s in samples if cutoff is None or released_after(s, cutoff)], args.limit)
+    if args.reference_fill and args.model_name is None:  # the run is named after what was judged
+        evaluation = replace(evaluation, model_name=args.reference_fill)
     scored = [cutoff is None or released_after(s, cutoff) for s in samples]  # the others need no completion
     if args.reference_fill == "ground_truth":
         preds = [s.middle_code for s in samples]
@@ -156,10 +188,10 @@ def _run_evaluate(args: argparse.Namespace) -> int:
     except HarnessError as exc:  # the rows it has, error rows marked, and no score; main() exits 3
         print(write_error_results(args.out, exc.result), file=sys.stderr)
         raise
-    from execrepobench.runner.dataset_source import dataset_record
     from execrepobench_dataset.version import __version__
 
-    record = {"command": "evaluate", "package_version": __version__, "dataset": dataset_record(opened, samples, None),
+    record = {"command": "evaluate", "package_version": __version__,
+              "dataset": dataset_record(opened, samples, args.limit),
               "model": evaluation.model_name, "predictions": str(args.predictions) if args.predictions else None,
               "reference_fill": args.reference_fill, "k": list(evaluation.k),
               "test_selection": evaluation.test_selection, "timeout_s": evaluation.timeout,
@@ -171,30 +203,6 @@ def _run_evaluate(args: argparse.Namespace) -> int:
     print(f"LaTeX: {metrics['latex']}")
     print(f"wrote {args.out}/results.jsonl, metrics.json, latex.txt, chart.png")
     return 0
-
-
-DTYPES = ("auto", "bfloat16", "float16", "float32")  # what vLLM and transformers (torch.<dtype>) both take
-
-
-def _at_least(low: float, kind=int):
-    """An argparse type: a number of `kind` no smaller than `low`."""
-    def parse(text: str):
-        try:
-            value = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a{'n integer' if kind is int else ' number'}") from None
-        if value < low:
-            raise argparse.ArgumentTypeError(f"{text} is below {low}")
-        return value
-    return parse
-
-
-def _fraction(text: str) -> float:
-    """An argparse type: a number in (0, 1]."""
-    value = _at_least(0.0, float)(text)
-    if not 0.0 < value <= 1.0:
-        raise argparse.ArgumentTypeError(f"{text} is not in (0, 1]")
-    return value
 
 
 def _add_run(p: argparse.ArgumentParser) -> None:

@@ -196,18 +196,19 @@ def run(config: RunConfig) -> dict:
     check_engine_options(config.backend, options)  # the flags first: nothing is opened for a bad one
     check_offline_flags(config, options)
     opened = open_source(config)  # the samples and the repository records (context files, environments)
-    samples, resolver = stratified_subset(opened.samples, config.limit), opened.resolver
+    samples, resolver = list(opened.samples), opened.resolver
     if not samples:
         raise UsageError(f"{opened.name}: no samples to evaluate (see the build report beside it)")
     evaluation, runtime = config.evaluation, config.runtime
     if config.backend == "oracle":  # a check of the environments: the ground truths run, no recorded verdict
         runtime = replace(runtime, known_verdicts=False)
-    # the samples and options judging will check, checked before anything is generated (one error names every item)
-    check_inputs([""] * len(samples), samples, test_selection=evaluation.test_selection, k=evaluation.k)
     kept = None
-    if evaluation.cutoff is not None:  # before generation: the dropped samples need no completion
+    if evaluation.cutoff is not None:  # first: --limit picks among the samples released after the cutoff
         _, samples, kept = apply_cutoff([[]] * len(samples), samples, evaluation.cutoff)
         print(describe(kept))
+    samples = stratified_subset(samples, config.limit)
+    # the samples and options judging will check, checked before anything is generated (one error names every item)
+    check_inputs([""] * len(samples), samples, test_selection=evaluation.test_selection, k=evaluation.k)
     render, stops, template = None, (), None
     if _needs_prompt(config.backend):
         render, stops, template = _prompting(config, options)

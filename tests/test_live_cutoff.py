@@ -73,3 +73,16 @@ def test_cli_cutoff_on_evaluate_and_run(tmp_path, capsys):
     rc = main(["run", "--samples", str(path), "--backend", "oracle", "--cutoff", "2026-12-31",
                "--out", str(tmp_path / "run")])
     assert rc == 2 and "no sample was released after 2026-12-31" in capsys.readouterr().err
+
+
+def test_limit_picks_among_the_samples_released_after_the_cutoff(tmp_path, capsys, monkeypatch):
+    """--limit N with --cutoff: N samples of those the cutoff keeps (a subset taken first would judge fewer)."""
+    monkeypatch.delenv("EXECREPOBENCH_ALLOW_EXEC", raising=False)
+    monkeypatch.delenv("HF_ALLOW_CODE_EVAL", raising=False)
+    path = tmp_path / "samples.jsonl"
+    write_jsonl(SAMPLES, path)
+    rc = main(["run", "--samples", str(path), "--backend", "oracle", "--cutoff", "2026-03-31", "--limit", "1",
+               "--out", str(tmp_path / "run")])
+    said = capsys.readouterr()
+    assert "cutoff 2026-03-31: 2 of 4 samples released after it" in said.out  # counted before the subset
+    assert rc == 2 and "Opt in explicitly" in said.err  # then the opt-in, before anything is generated

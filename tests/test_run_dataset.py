@@ -197,6 +197,14 @@ def test_run_limit_from_published_folder_and_hub_id_then_compare(published_minir
     assert worst["pass@1_ci95"][1] < best["pass@1_ci95"][0]
     assert result["pairs"][0]["p_value"] < 0.01 and result["dataset"]["fingerprint"] == fingerprint
 
+    # `evaluate --limit 12` judges the same 12 samples as `run --limit 12`; a reference fill names the run
+    sub = tmp_path / "null-12"
+    assert main(["evaluate", "--dataset", "me/minibench", "--reference-fill", "null", "--limit", "12", "--out",
+                 str(sub), "--allow-exec", "--no-progress"]) == 0
+    record = json.loads((sub / "metrics.json").read_text())["run"]
+    assert record["dataset"]["sample_ids_sha256"] == run["dataset"]["sample_ids_sha256"]
+    assert record["dataset"]["limit"] == 12 and record["model"] == "null"
+
     # `evaluate` records its run too, and `compare` takes it: the 12 samples it shares with the oracle run
     every = tmp_path / "null-all"
     assert main(["evaluate", "--dataset", "me/minibench", "--reference-fill", "null", "--out", str(every),
