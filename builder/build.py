@@ -41,7 +41,8 @@ from .preparation.prepare import Prepared
 from .preparation.testlayout import modules_with_tests
 from .report import summarize, write_report
 from .sampling.candidates import make_samples
-from .sampling.masking import MaskConfig, Region, level_mask
+from .sampling.masking import MaskConfig, level_mask
+from .sampling.parsed_files import Region
 from .sampling.repo_files import context_pool, write_atomic
 from .sources.manifest import Manifest, RepoSpec, with_resolution_date
 from .sources.sources import FetchedSource
