@@ -55,13 +55,14 @@ CONTEXT_SCHEME = 2
 release lock's scheme): a change rebuilds every repository."""
 
 BUILD_SCHEMES = MappingProxyType({"guard": GUARD_RECORDING, "verify": VERIFY_SCHEME, "mix": MIX_NAME,
-                                  "context": CONTEXT_SCHEME})
+                                  "context": CONTEXT_SCHEME, "lock": LOCK_SCHEMA, "env_key": ENV_KEY_SCHEMA})
 """The identifiers in every repository's build inputs hash (`builder/build.py`), under these keys: a change
 of any rebuilds the repository instead of reusing its finished folder."""
 
-RELEASE_SCHEMES = MappingProxyType({**BUILD_SCHEMES, "lock": LOCK_SCHEMA, "env_key": ENV_KEY_SCHEMA})
+RELEASE_SCHEMES = MappingProxyType(dict(BUILD_SCHEMES))
 """The identifiers in the release lock's `scheme_id` (with the package version), under these keys: every
-identifier that changes what a build of the same manifest makes; a change means every packaged
+identifier that changes what a build of the same manifest makes (the same set as `BUILD_SCHEMES`: what
+changes a build's samples must also rebuild a finished repository); a change means every packaged
 `*.lock.json` must be written again from a real build."""
 
 RELEASE_LOCK_FORMAT = 1

@@ -39,7 +39,7 @@ from .scoring import edit_similarity, latex_row, summarize
 
 # What a result holds besides the scores: where and how it was judged, the LaTeX row, per-completion rows.
 REPORT_KEYS = ("sandbox", "sandbox_note", "executor", "latex", "artifacts_base", "details", "budgets",
-               "suspicious_reasons", "canaries")
+               "suspicious_reasons", "canaries", "canaries_passed")
 
 
 def split_result(result: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -142,7 +142,7 @@ def compute_with(predictions: Sequence[Any], references: Sequence[Any],
         completions, samples, kept = apply_cutoff(completions, samples, evaluation.cutoff)
     artifacts = runtime.artifacts_dir or default_root()
     config = EngineConfig(judge=replace(JudgeConfig(), timeout_s=timeout, selection=evaluation.test_selection,
-                                               canaries=True),
+                                               canaries=True, known_verdicts=runtime.known_verdicts),
                           allow_exec=runtime.allow_exec, allow_weak_sandbox=runtime.allow_weak_sandbox,
                           use_cache=runtime.use_cache, journal=runtime.journal, progress=runtime.progress,
                           keep_artifacts=runtime.keep_artifacts, artifacts=artifacts,
@@ -176,6 +176,9 @@ def compute_with(predictions: Sequence[Any], references: Sequence[Any],
     result["suspicious_reasons"] = dict(flagged.most_common())
     # the canary check of each judged run (held / off / fired; "none": no run, e.g. a known verdict)
     result["canaries"] = dict(Counter(v.canaries.split(":", 1)[0] or "none" for row in verdicts for v in row))
+    # ... of the passed runs alone: a failed run needs no canary (one stopped at its first failure has it off)
+    result["canaries_passed"] = dict(Counter(v.canaries.split(":", 1)[0] or "none" for row in verdicts for v in row
+                                             if v.passed))
     if kept is not None:
         result["cutoff"] = kept
     result["artifacts_base"] = str(artifacts.parent)  # each row's `artifacts` is relative to it

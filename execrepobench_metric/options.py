@@ -173,6 +173,12 @@ class RuntimeOptions:
         "unset: under the cache, one folder per evaluation", _optional(_path), cli="OUT/artifacts")
     progress: bool = option(True, "show progress bars", _bool, flag="--no-progress", action="store_false",
                             help="no progress bars")
+    known_verdicts: bool = option(
+        True, "a completion byte-identical to a verified sample's ground truth takes the verdict its build "
+        "recorded, without a run; False runs it (`run --backend oracle` always does: an end-to-end check of the "
+        "environments and the sandbox)", _bool, flag="--rerun-ground-truths", action="store_false",
+        help="run completions identical to a sample's ground truth instead of taking the verdict its build "
+             "recorded")
 
     __post_init__ = _checked
 

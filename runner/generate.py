@@ -9,6 +9,7 @@ from typing import Callable, Sequence
 
 from tqdm import tqdm
 
+from execrepobench_dataset.errors import UsageError
 from execrepobench_dataset.record import Sample
 
 from .backends.base import Backend, Request
@@ -24,14 +25,34 @@ class GenerateConfig:
     progress: bool = True
 
 
-def done_ids(path: Path) -> set[str]:
+# What a line was generated with: a run resumes a file only if every line agrees with it on these
+SETTINGS = ("backend", "model", "template", "sampling", "n")
+
+
+class GenerationsMismatch(UsageError):
+    """The output folder holds completions made with other settings than this run's."""
+
+
+def done_ids(path: Path, settings: dict | None = None) -> set[str]:
+    """The samples `path` already holds.  With `settings` (SETTINGS' values of this run): a line made with
+    other ones is a `GenerationsMismatch` naming both - its completions are not this run's."""
     ids = set()
     if path.is_file():
-        for line in path.read_text(encoding="utf-8").splitlines():
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
             try:
-                ids.add(json.loads(line)["sample_id"])
+                rec = json.loads(line)
+                sample_id = rec["sample_id"]
             except (ValueError, KeyError, TypeError):
                 continue  # a line cut by an interruption: regenerated
+            made = {k: rec.get(k) for k in SETTINGS}
+            if settings is not None and made != settings:
+                differ = ", ".join(f"{k} {made[k]!r} (this run: {settings[k]!r})" for k in SETTINGS
+                                   if made[k] != settings[k])
+                raise GenerationsMismatch(
+                    f"{path} line {number} holds completions made with other settings: {differ}. A run "
+                    "resumes only its own generations: give another --out, or delete the file to generate "
+                    "again")
+            ids.add(sample_id)
     return ids
 
 
@@ -46,7 +67,11 @@ def generate(samples: Sequence[Sample], backend: Backend, out: Path, config: Gen
     at a time, before rendering and generating."""
     if backend.needs_prompt and render is None:
         raise ValueError(f"backend {backend.name!r} needs prompts: give a template")
-    skip = done_ids(out)
+    if config.n < 1:
+        raise UsageError(f"--n must be at least 1 (completions per sample), got {config.n}")
+    settings = {"backend": backend.name, "model": backend.model, "template": config.template,
+                "sampling": config.sampling, "n": config.n}
+    skip = done_ids(out, json.loads(json.dumps(settings)))  # as a line holds them (tuples read back as lists)
     todo = [s for s in samples if s.sample_id not in skip]
     out.parent.mkdir(parents=True, exist_ok=True)
     bar = tqdm(total=len(todo), desc=f"generate ({backend.name})", unit="sample", disable=not config.progress)

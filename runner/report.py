@@ -39,8 +39,10 @@ def table(metrics: dict, requested_k: tuple[int, ...] = ()) -> str:
     lines.append(f"verdicts: {counts}   sandbox: {metrics.get('sandbox')} {metrics.get('sandbox_note', '')}".rstrip())
     if isinstance(metrics.get("budgets"), dict) and metrics["budgets"].get("rule"):
         lines.append(f"time limits: {metrics['budgets']['rule']}")  # what limited the runs, never a silent default
-    if isinstance(metrics.get("canaries"), dict) and metrics["canaries"].get("off"):
-        lines.append(f"canary check (per judged run): {metrics['canaries']} - 'off' runs were judged without it")
+    passed = metrics.get("canaries_passed")
+    if isinstance(passed, dict) and passed.get("off"):  # failed runs need no canary: only passes are named
+        lines.append(f"canary check off in {passed['off']} passed run(s): their pass rests on the in-process guard "
+                     f"alone (why: `canaries` in results.jsonl); passed runs by canary check: {passed}")
     if metrics.get("suspicious"):
         lines.append(f"suspicious (a flag, not a verdict): {metrics['suspicious']} completion(s), "
                      f"{metrics.get('suspicious_passed', 0)} passed; {metrics.get('suspicious_reasons', {})}")

@@ -18,6 +18,7 @@ evaluation with `error` verdicts writes results.jsonl (error rows marked) and no
 """
 from __future__ import annotations
 
+import os
 import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -27,6 +28,7 @@ from execrepobench_dataset.load import OpenedDataset, open_dataset
 from execrepobench_dataset.version import __version__
 from execrepobench_metric.api import HarnessError, compute_with
 from execrepobench_metric.cutoff import apply_cutoff, describe
+from execrepobench_metric.environments.prepare import PrepareConfig, ensure_prepared
 from execrepobench_metric.execution.engine import require_opt_in
 from execrepobench_metric.inputs import check_inputs
 from execrepobench_metric.options import EvaluationOptions, RuntimeOptions
@@ -173,11 +175,15 @@ def _prompting(config: RunConfig, options: dict):
 
 
 def run(config: RunConfig) -> dict:
+    if config.n < 1:
+        raise UsageError(f"--n must be at least 1 (completions per sample), got {config.n}")
     opened = open_source(config)  # the samples and the repository records (context files, environments)
     samples, resolver = stratified_subset(opened.samples, config.limit), opened.resolver
     if not samples:
         raise UsageError(f"{opened.name}: no samples to evaluate (see the build report beside it)")
     evaluation, runtime = config.evaluation, config.runtime
+    if config.backend == "oracle":  # a check of the environments: the ground truths run, no recorded verdict
+        runtime = replace(runtime, known_verdicts=False)
     # the samples and options judging will check, checked before anything is generated (one error names every item)
     check_inputs([""] * len(samples), samples, test_selection=evaluation.test_selection, k=evaluation.k)
     kept = None
@@ -189,6 +195,11 @@ def run(config: RunConfig) -> dict:
     if _needs_prompt(config.backend):
         render, stops, template = _prompting(config, options)
     require_opt_in(runtime.allow_exec)  # before a model is loaded and completions are generated
+    dataset = opened.name if opened.commit is None or opened.revision is None else opened.folder
+    if runtime.executor == "local":  # the environments too (a Ray cluster's nodes make their own)
+        ensure_prepared(samples, str(dataset), runtime.prepare,
+                        PrepareConfig(workers=runtime.num_workers or os.cpu_count() or 1,
+                                      allow_weak_sandbox=runtime.allow_weak_sandbox, progress=runtime.progress))
     backend = get_backend(config.backend, config.model, **options)
     gen_path = config.out / "generations.jsonl"
     sampling = {k: options[k] for k in ("temperature", "top_p", "seed", "max_new_tokens") if options.get(k) is not None}
@@ -204,8 +215,7 @@ def run(config: RunConfig) -> dict:
             completions, samples,
             # the repository records: environments are prepared (or named, when missing) from them, and a Ray
             # cluster's nodes make theirs from them
-            replace(evaluation, model_name=name,
-                    dataset=opened.name if opened.commit is None or opened.revision is None else opened.folder),
+            replace(evaluation, model_name=name, dataset=dataset),
             replace(runtime, journal=config.out / "journal.jsonl", artifacts_dir=config.out / "artifacts"))
     except HarnessError as exc:
         print(write_error_results(config.out, exc.result), file=sys.stderr)

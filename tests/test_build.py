@@ -83,6 +83,10 @@ def test_build_fixture_repo_deterministic_and_resumable(tmp_path, minirepo):
     # Another seed gives other samples.
     other, _, _ = _build(tmp_path, text.replace("seed = 3", "seed = 4"), out_name="out3", baseline_runs=2)
     assert other["samples_fingerprint"] != summary["samples_fingerprint"]
+    # Test files in the context only when asked for (build --context-with-tests): other samples, said so
+    wide, wide_out, _ = _build(tmp_path, text, out_name="out4", baseline_runs=2, context_tests=True)
+    assert wide["context_pool"] == "with-tests" and wide["samples_fingerprint"] != summary["samples_fingerprint"]
+    assert any(p.startswith("tests/") for s in read_jsonl(wide_out / "samples.jsonl") for p in s.context_paths)
 
 
 @pytest.mark.slow

@@ -116,6 +116,11 @@ def test_run_refuses_bad_sources_before_anything_runs(tmp_path, hub, capsys, mon
     assert "Opt in explicitly" in capsys.readouterr().err
     assert main(["run", "--quickstart", "--backend", "oracle", "--out", str(out)]) == 2
     assert "Opt in explicitly" in capsys.readouterr().err
+    # environments missing from this cache: named (with how to make them) before anything is generated
+    assert main(["run", "--samples", str(valid / "samples.jsonl"), "--backend", "oracle", "--allow-exec",
+                 "--out", str(out)]) == 2
+    said = capsys.readouterr().err
+    assert "no environment in this cache for 2 repositories: alpha, beta" in said and "--prepare" in said
     assert not out.exists() or not any(out.iterdir())
 
 
@@ -124,7 +129,8 @@ def published_minirepo(built_minirepo, tmp_path):
     """A published folder of 17 samples of the fixture repository (fill types in turn), built by hand."""
     from execrepobench_dataset.publish import publish
 
-    samples = [make_sample(built_minirepo, f, middle, judged=(f"tests/{test}",), fill_type=FILL_TYPES[i % 6])
+    samples = [make_sample(built_minirepo, f, middle, judged=(f"tests/{test}",), fill_type=FILL_TYPES[i % 6],
+                           selection_rule="coverage")  # verified: a ground truth's verdict is known
                for i, (f, middle, test) in enumerate(SPECS)]
     build = tmp_path / "build"
     build.mkdir()
@@ -148,6 +154,9 @@ def test_run_limit_from_published_folder_and_hub_id_then_compare(published_minir
     metrics = json.loads((oracle / "metrics.json").read_text())
     rows = (oracle / "results.jsonl").read_text().splitlines()
     assert len(rows) == 12 and metrics["n_samples"] == 12 and metrics["pass@1"] == 1.0
+    # the oracle checks the environments end to end: each ground truth ran (no verdict taken from the build)
+    assert not [r for r in rows if "known verdict" in json.loads(r)["detail"]]
+    assert metrics["canaries_passed"] == {"held": 12}
     run = metrics["run"]
     assert run["dataset"]["fingerprint"] == fingerprint and run["dataset"]["samples"] == 12
     assert run["dataset"]["samples_in_dataset"] == len(SPECS) and run["dataset"]["limit"] == 12
@@ -164,6 +173,8 @@ def test_run_limit_from_published_folder_and_hub_id_then_compare(published_minir
                  "--allow-exec", "--no-progress"]) == 0
     null_run = json.loads((null / "metrics.json").read_text())
     assert null_run["pass@1"] == 0.0 and null_run["run"]["dataset"]["fingerprint"] == fingerprint
+    # every run failed: the canary check counted per run, and none of the passed runs (there are none)
+    assert sum(null_run["canaries"].values()) == 12 and null_run["canaries_passed"] == {}
     assert null_run["run"]["dataset"]["commit"] and null_run["run"]["dataset"]["name"] == "me/minibench"
     assert null_run["run"]["dataset"]["sample_ids_sha256"] == run["dataset"]["sample_ids_sha256"]
 

@@ -1,12 +1,14 @@
 """Runner: backends registry, the offline baseline, resumable generation, post-processing, `run`."""
 import json
+import re
 
 import pytest
 
 from conftest import make_sample
 from execrepobench.runner.backends.base import get_backend
 from execrepobench.runner.backends.baseline import complete
-from execrepobench.runner.generate import GenerateConfig, generate, read_generations
+from execrepobench.runner.generate import GenerateConfig, GenerationsMismatch, generate, read_generations
+from execrepobench_dataset.errors import UsageError
 from execrepobench.runner.postprocess import clean
 from execrepobench_dataset.record import ContextFile
 
@@ -51,8 +53,20 @@ def test_generation_resumes_without_duplicates(built_minirepo, tmp_path):
     with out.open("a") as fh:
         fh.write('{"sample_id": "cut-by-an-interrupt"')  # a half-written last line
         fh.write("\n")
-    assert generate(samples, oracle, out, GenerateConfig(n=2, progress=False)) == 1  # only the missing one
-    assert read_generations(out, samples) == [["return value"], ["acc += value", "acc += value"]]
+    assert generate(samples, oracle, out, GenerateConfig(progress=False)) == 1  # only the missing one
+    assert read_generations(out, samples) == [["return value"], ["acc += value"]]
+    # another backend, n or sampling: not this run's completions - refused, naming what differs, file unchanged
+    before = out.read_text()
+    cases = ((get_backend("null"), GenerateConfig(progress=False), "backend 'oracle' (this run: 'null')"),
+             (oracle, GenerateConfig(n=2, progress=False), "n 1 (this run: 2)"),
+             (oracle, GenerateConfig(sampling={"temperature": 0.8}, progress=False), "sampling {}"))
+    for other, config, said in cases:
+        with pytest.raises(GenerationsMismatch, match=re.escape(said)):
+            generate(samples, other, out, config)
+    assert out.read_text() == before
+    with pytest.raises(UsageError, match="--n must be at least 1"):
+        generate(samples, oracle, tmp_path / "n0.jsonl", GenerateConfig(n=0, progress=False))
+    assert not (tmp_path / "n0.jsonl").exists()
     with pytest.raises(ValueError, match="no generation for 1 sample"):
         read_generations(out, samples + [make_sample(built_minirepo, "minirepo/mathx.py", "return low")])
 
@@ -74,3 +88,16 @@ def test_run_command_end_to_end(built_minirepo, tmp_path):
     assert len((tmp_path / "res" / "results.jsonl").read_text().splitlines()) == 1
     assert main(["run", "--samples", str(tmp_path / "samples.jsonl"), "--backend", "nope",
                  "--out", str(tmp_path / "r2")]) == 2
+
+
+def test_the_canary_line_names_passed_runs_only():
+    """A failed run needs no canary (one stopped at its first failure has the check off): the table says
+    nothing of it; a passed run judged without the check is named."""
+    from execrepobench.runner.report import table
+
+    base = {"n_samples": 3, "n_completions": 3, "es": 0.5, "pass@1": 1 / 3, "verdicts/passed": 1,
+            "verdicts/failed": 2, "sandbox": "bwrap", "canaries": {"held": 1, "off": 2}}
+    quiet = table({**base, "canaries_passed": {"held": 1}}, (1,))
+    assert "canary" not in quiet and "verdicts: {'passed': 1, 'failed': 2}" in quiet
+    said = table({**base, "canaries": {"off": 3}, "canaries_passed": {"off": 1}}, (1,))
+    assert "canary check off in 1 passed run(s)" in said

@@ -198,8 +198,8 @@ def ensure_prepared(samples: Sequence[Sample], dataset: str | None, prepare: boo
     if not prepare:
         raise EnvironmentsMissing(f"no environment in this cache for {len(names)} repositor"
                                   f"{'y' if len(names) == 1 else 'ies'}: {', '.join(names)}. Nothing was judged. "
-                                  f"Make them with:\n  {command}\n(or pass prepare=True with dataset=..., or set "
-                                  f"{PREPARE_ENV_VAR}=1)", names)
+                                  f"Make them with:\n  {command}\n(or let the command make them: --prepare; compute(): "
+                                  f"prepare=True with dataset=...; or set {PREPARE_ENV_VAR}=1)", names)
     if dataset is None:
         raise EnvironmentsMissing(f"prepare=True needs dataset= (the repository records that say how to make the "
                                   f"environments of {', '.join(names)}). Nothing was judged.", names)

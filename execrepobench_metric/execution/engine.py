@@ -78,7 +78,7 @@ def result_key(sample: Sample, completion: str, config: JudgeConfig, budget: Bud
              config.selection, list(sample.judged_tests), list(sample.excluded_tests), list(sample.test_command),
              str(config.isolation), config.timeout_s, config.guard, list(sample.guard_allowed),
              budget.key() if budget is not None and config.timeout_s is None else None, config.fail_fast,
-             config.canaries]
+             config.canaries, config.known_verdicts]
     return hashlib.sha256(json.dumps(parts).encode()).hexdigest()
 
 
