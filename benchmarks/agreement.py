@@ -17,7 +17,8 @@ from tqdm import tqdm
 
 from execrepobench_dataset.record import Sample
 from execrepobench_metric.execution.fills import null_fill
-from execrepobench_metric.execution.judge import JudgeConfig, judge
+from execrepobench_metric.execution.judge import judge
+from execrepobench_metric.execution.verdict import JudgeConfig
 
 # (name, pattern, replacement): the first match in the middle is rewritten.
 MUTATIONS = (

@@ -24,8 +24,9 @@ from pathlib import Path
 
 from execrepobench_dataset.load import open_dataset
 from execrepobench_metric.execution.budget import budgets_for, run_limits
-from execrepobench_metric.execution.judge import JudgeConfig, judge
+from execrepobench_metric.execution.judge import judge
 from execrepobench_metric.execution.sandbox import decide_isolation
+from execrepobench_metric.execution.verdict import JudgeConfig
 
 sys.path.insert(0, str(Path(__file__).parent))
 from workload import reformatted  # noqa: E402

@@ -33,10 +33,11 @@ from execrepobench_dataset.load import open_dataset
 from execrepobench_metric.environments.measured import describe, measurements_for
 from execrepobench_metric.environments.venvs import find_environment
 from execrepobench_metric.execution.budget import budgets_for
-from execrepobench_metric.execution.judge import JudgeConfig, Verdict, judge
+from execrepobench_metric.execution.judge import judge
 from execrepobench_metric.execution.process import run_command
 from execrepobench_metric.execution.pytest_run import PytestInvocation, clean_env
 from execrepobench_metric.execution.sandbox import decide_isolation
+from execrepobench_metric.execution.verdict import JudgeConfig, Verdict
 
 sys.path.insert(0, str(Path(__file__).parent))
 from workload import workload  # noqa: E402

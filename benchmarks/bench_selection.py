@@ -12,8 +12,8 @@ import json
 import sys
 from pathlib import Path
 
-from execrepobench_metric.execution.judge import JudgeConfig
 from execrepobench_metric.execution.sandbox import decide_isolation
+from execrepobench_metric.execution.verdict import JudgeConfig
 
 sys.path.insert(0, str(Path(__file__).parent))
 from agreement import agreement  # noqa: E402

@@ -21,9 +21,10 @@ from dataclasses import replace
 from pathlib import Path
 
 from execrepobench_metric.environments.venvs import find_environment
-from execrepobench_metric.execution.judge import JudgeConfig, judge
+from execrepobench_metric.execution.judge import judge
 from execrepobench_metric.execution.limits import Limits
 from execrepobench_metric.execution.sandbox import SandboxRun, decide_isolation, run_sandboxed
+from execrepobench_metric.execution.verdict import JudgeConfig
 
 sys.path.insert(0, str(Path(__file__).parent))
 from _common import verified_samples  # noqa: E402

@@ -17,7 +17,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from execrepobench_dataset.record import Sample, read_jsonl
-from execrepobench_metric.execution.judge import JudgeConfig, judge_safely
+from execrepobench_metric.execution.judge import judge_safely
+from execrepobench_metric.execution.verdict import JudgeConfig
 
 
 def pick(path: Path, per_repo: int, seed: int) -> list[Sample]:

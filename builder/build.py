@@ -33,15 +33,16 @@ from execrepobench_metric.defaults import BASELINE_TIMEOUT_S, VERIFY_TIMEOUT_S
 from execrepobench_metric.environments.measured import keep as keep_measurements
 from execrepobench_metric.execution.executors.base import Executor, ExecutorConfig
 from execrepobench_metric.execution.executors.registry import open_executor
-from execrepobench_metric.execution.judge import JudgeConfig
 from execrepobench_metric.execution.sandbox import Isolation, decide_isolation
+from execrepobench_metric.execution.verdict import JudgeConfig
 
 from .pipeline import Candidates, RepoSettings, Scan, run_repository
 from .preparation.prepare import Prepared
 from .preparation.testlayout import modules_with_tests
 from .report import summarize, write_report
 from .sampling.candidates import make_samples
-from .sampling.masking import MaskConfig, Region, level_mask
+from .sampling.masking import MaskConfig, level_mask
+from .sampling.parsed_files import Region
 from .sampling.repo_files import context_pool, write_atomic
 from .sources.manifest import Manifest, RepoSpec, with_resolution_date
 from .sources.sources import FetchedSource

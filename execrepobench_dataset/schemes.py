@@ -110,9 +110,10 @@ class DerivedKey:
 
 JUDGEMENT_CODE = DerivedKey(modules=("execrepobench_metric.execution.engine",),
                             resources=(("execrepobench_metric.execution", "pytest_plugin/*.py"),))
-"""The code a judgement runs (the engine, judge, sandbox, guard, budgets, ... and the pytest plugin inside
-the judged run); replaces the hand-bumped ENGINE_VERSION.  Cache only: part of every result-cache key and
-resume-journal key (`execrepobench_metric.execution.engine.result_key`): a change judges every completion again."""
+"""The code a judgement runs (the engine, judge, run_plan, decide, sandbox, guard, budgets, ... and the pytest
+plugin inside the judged run); replaces the hand-bumped ENGINE_VERSION.  Cache only: part of every result-cache
+key and resume-journal key (`execrepobench_metric.execution.engine.result_key`): a change judges every completion
+again."""
 
 BYTECODE_CODE = DerivedKey(own_modules=("execrepobench_metric.environments.bytecode",))
 """What `bytecode.compile_environment` compiles and how; replaces the hand-bumped BYTECODE_SCHEME.  Cache

@@ -6,7 +6,7 @@ import pytest
 from conftest import make_sample
 from execrepobench.builder.verification.mutants import mutants
 from execrepobench.builder.verification.verify import verify_samples
-from execrepobench_metric.execution.judge import JudgeConfig
+from execrepobench_metric.execution.verdict import JudgeConfig
 
 EDGES, INSIDE = "tests/test_mathx.py::test_clamp_edges", "tests/test_mathx.py::test_clamp_inside"
 

@@ -3,7 +3,7 @@ import pytest
 
 from conftest import make_sample
 from agreement import agreement, mutants  # benchmarks/
-from execrepobench_metric.execution.judge import JudgeConfig
+from execrepobench_metric.execution.verdict import JudgeConfig
 
 needs_bwrap = pytest.mark.sandbox
 

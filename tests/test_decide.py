@@ -1,4 +1,4 @@
-"""`judge.decide` without a sandbox: a table of frozen run results -> verdicts, one row per branch of the
+"""`decide.decide` without a sandbox: a table of frozen run results -> verdicts, one row per branch of the
 chain (what the plan found, the CPU budget, the guard's stream, timeouts, unfinished sessions, phase
 budgets, collection errors, failing / missing / inconsistent / skipped tests, the canaries, the exit
 code).  A tracer proves that the table reaches every `return` of `decide` and of the guard's stream reading."""
@@ -12,16 +12,19 @@ import pytest
 from conftest import make_sample
 from execrepobench_dataset.record import FILL_STATEMENT
 from execrepobench_metric.execution import judge as judge_module
+from execrepobench_metric.execution import run_plan
 from execrepobench_metric.execution.budget import PHASE_MARK, Budget
 from execrepobench_metric.execution.canaries import Canary, CanaryPlan
+from execrepobench_metric.execution.decide import RunResult, decide
 from execrepobench_metric.execution.guard import NEVER_STARTED, GuardEvidence
 from execrepobench_metric.execution.guard_verdict import guarded_run
-from execrepobench_metric.execution.judge import JudgeConfig, RunPlan, RunResult, decide
 from execrepobench_metric.execution.junit import ERROR, FAILED, PASSED, SKIPPED
 from execrepobench_metric.execution.limits import Limits
 from execrepobench_metric.execution.process import ProcessResult
 from execrepobench_metric.execution.pytest_run import PytestRun
+from execrepobench_metric.execution.run_plan import RunPlan
 from execrepobench_metric.execution.sandbox import ViewFile
+from execrepobench_metric.execution.verdict import JudgeConfig
 from test_dataset import of
 
 A, B = "tests/test_core.py::test_add", "tests/test_core.py::test_add_neg"
@@ -136,8 +139,9 @@ def nothing_runs(monkeypatch):
     def refuse(*args, **kwargs):
         raise AssertionError("decide ran or looked something up")
 
-    for name in ("run_pytest", "find_environment", "protected_paths", "plan_run"):
-        monkeypatch.setattr(judge_module, name, refuse)
+    for module, name in ((judge_module, "run_pytest"), (judge_module, "plan_run"), (run_plan, "find_environment"),
+                         (run_plan, "protected_paths")):
+        monkeypatch.setattr(module, name, refuse)
 
 
 @pytest.mark.parametrize("name", list(CASES))

@@ -15,8 +15,9 @@ from conftest import make_sample, prepared_local_repo
 from execrepobench.builder.verification.ground_truth import check_ground_truth
 from execrepobench.builder.verification.verify import verify_one
 from execrepobench_metric.execution.guard import GuardSetup, read_evidence, verify_lines
-from execrepobench_metric.execution.judge import JudgeConfig, judge
+from execrepobench_metric.execution.judge import judge
 from execrepobench_metric.execution.sandbox import Isolation
+from execrepobench_metric.execution.verdict import JudgeConfig
 
 needs_bwrap = pytest.mark.sandbox
 CLAMP_TESTS = ("tests/test_mathx.py::test_clamp_inside", "tests/test_mathx.py::test_clamp_edges")

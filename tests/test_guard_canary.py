@@ -24,9 +24,10 @@ from execrepobench_metric.execution.canaries import CanaryPlan, check_canaries, 
 from execrepobench_metric.execution.canary_config import read_collects
 from execrepobench_metric.execution.fills import null_fill
 from execrepobench_metric.execution.guard import read_evidence
-from execrepobench_metric.execution.judge import JudgeConfig, judge
+from execrepobench_metric.execution.judge import judge
 from execrepobench_metric.execution.junit import parse_junit_file, results_by_nodeid
 from execrepobench_metric.execution.sandbox import SandboxRun, ViewFile, _bwrap_args
+from execrepobench_metric.execution.verdict import JudgeConfig
 
 needs_bwrap = pytest.mark.sandbox  # fails where bwrap is required (CI), skips elsewhere: tests/conftest.py
 CLAMP_TESTS = ("tests/test_mathx.py::test_clamp_inside", "tests/test_mathx.py::test_clamp_edges")

@@ -8,7 +8,8 @@ import pytest
 import guard_attacks as corpus
 from conftest import make_sample, prepared_repo
 from execrepobench.builder.verification.verify import verify_one
-from execrepobench_metric.execution.judge import JudgeConfig, judge
+from execrepobench_metric.execution.judge import judge
+from execrepobench_metric.execution.verdict import JudgeConfig
 
 pytestmark = [pytest.mark.pypi, pytest.mark.sandbox]
 # Without the guard every test runs (fail_fast off), as in the official procedure: stopping at the first

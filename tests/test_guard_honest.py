@@ -13,7 +13,8 @@ import pytest
 from conftest import make_sample, prepared_repo
 from execrepobench.builder.verification.verify import verify_one
 from execrepobench_dataset.record import FILL_BLOCK, Sample
-from execrepobench_metric.execution.judge import JudgeConfig, judge
+from execrepobench_metric.execution.judge import judge
+from execrepobench_metric.execution.verdict import JudgeConfig
 from honest_corpus import DOCREPO_MANIFEST, ast_mutants, collected_ids, fill_of, honest_completions, write_docrepo
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.slow]

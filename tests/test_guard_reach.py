@@ -7,7 +7,8 @@ import pytest
 import guard_attacks as corpus
 from conftest import make_sample, prepared_repo
 from execrepobench.builder.verification.verify import verify_one
-from execrepobench_metric.execution.judge import JudgeConfig, judge
+from execrepobench_metric.execution.judge import judge
+from execrepobench_metric.execution.verdict import JudgeConfig
 from honest_corpus import DOCREPO_MANIFEST, collected_ids, fill_of, write_docrepo
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.slow]

@@ -12,7 +12,8 @@ import pytest
 
 from conftest import make_sample, prepared_local_repo
 from execrepobench_metric.execution.budget import Budget
-from execrepobench_metric.execution.judge import JudgeConfig, judge
+from execrepobench_metric.execution.judge import judge
+from execrepobench_metric.execution.verdict import JudgeConfig
 
 TESTS = '''import time
 

@@ -7,7 +7,8 @@ import pytest
 
 from conftest import make_sample
 from execrepobench_metric.execution.engine import EngineConfig, ExecutionNotAllowed, judge_all
-from execrepobench_metric.execution.judge import JudgeConfig, judge
+from execrepobench_metric.execution.judge import judge
+from execrepobench_metric.execution.verdict import JudgeConfig
 pytestmark = pytest.mark.sandbox
 CLAMP_TESTS = ("tests/test_mathx.py::test_clamp_inside", "tests/test_mathx.py::test_clamp_edges")
 CONF = JudgeConfig(timeout_s=60)

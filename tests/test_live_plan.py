@@ -7,8 +7,8 @@ import pytest
 
 from execrepobench.builder.live.candidates import CandidateError, choose, load_candidates, parse_candidates
 from execrepobench.builder.live.newcode import NewCode, changed_rows, new_code
-from execrepobench.builder.live.requirements import (declared_test_requirements, guessed_requirements,
-                                                     imported_test_modules)
+from execrepobench.builder.live.requirements import declared_test_requirements
+from execrepobench.builder.live.undeclared import guessed_requirements, imported_test_modules
 from execrepobench.builder.sampling.masking import MaskConfig, sample_masks, split
 
 

@@ -11,11 +11,14 @@ import pytest
 import tree_sitter_python
 from tree_sitter import Language, Parser
 
-from execrepobench.builder.sampling.masking import (
-    CATEGORIES, CATEGORY_LEVEL, CATEGORY_NODE_TYPES, DEFAULT_CATEGORY_WEIGHTS, DEFAULT_MIX,
-    DROP_REASONS, KINDS, Mask, MaskConfig, MaskResult, _draw_grammar, _draw_span, _prepare,
-    candidate_files, level_of_type, quotas, sample_masks, split,
+from execrepobench.builder.sampling.grammar import (
+    CATEGORIES, CATEGORY_LEVEL, CATEGORY_NODE_TYPES, DEFAULT_CATEGORY_WEIGHTS, level_of_type,
 )
+from execrepobench.builder.sampling.masking import (
+    DEFAULT_MIX, DROP_REASONS, KINDS, Mask, MaskConfig, MaskResult, _draw_grammar, _draw_span, candidate_files,
+    quotas, sample_masks, split,
+)
+from execrepobench.builder.sampling.parsed_files import _prepare
 from execrepobench_dataset.record import (
     FILL_MULTI_LINE, FILL_SINGLE_LINE, FILL_SPAN, FILL_TYPES, LEVEL_TO_FILL,
 )

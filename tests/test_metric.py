@@ -9,8 +9,9 @@ from conftest import make_sample
 from execrepobench_dataset.record import read_jsonl, write_jsonl
 from execrepobench_metric import api
 from execrepobench_metric.environments.venvs import find_environment
-from execrepobench_metric.execution.judge import JudgeConfig, judge
+from execrepobench_metric.execution.judge import judge
 from execrepobench_metric.execution.sandbox import Isolation, SandboxUnavailable, decide_isolation
+from execrepobench_metric.execution.verdict import JudgeConfig
 
 METRIC_DIR = Path(__file__).parents[1] / "execrepobench_metric"
 needs_bwrap = pytest.mark.sandbox

@@ -4,7 +4,8 @@ from dataclasses import dataclass, replace
 import pytest
 
 from conftest import make_sample
-from execrepobench.builder.sampling.masking import CATEGORY_LEVEL, MaskConfig, level_mask
+from execrepobench.builder.sampling.grammar import CATEGORY_LEVEL
+from execrepobench.builder.sampling.masking import MaskConfig, level_mask
 from execrepobench.builder.verification.mix import PAPER_SHARES, level_quotas, verify_to_quotas
 from execrepobench_dataset.record import (FILL_BLOCK, FILL_EXPRESSION, FILL_MULTI_LINE, FILL_SPAN, FILL_STATEMENT,
                                           Sample)

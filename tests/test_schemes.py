@@ -65,7 +65,8 @@ def test_the_published_sets_name_the_identifiers_themselves():
 
 def test_the_judgement_key_covers_the_code_that_decides_a_verdict():
     files = schemes.JUDGEMENT_CODE.files()
-    for module in ("execution.engine", "execution.judge", "execution.sandbox", "execution.pytest_run",
+    for module in ("execution.engine", "execution.judge", "execution.verdict", "execution.run_plan",
+                   "execution.decide", "execution.sandbox", "execution.pytest_run",
                    "execution.guard", "execution.guard_verdict", "execution.budget", "execution.junit",
                    "execution.fills", "execution.limits", "execution.process", "environments.venvs"):
         assert f"execrepobench_metric.{module}" in files, module
@@ -101,8 +102,8 @@ def test_a_changed_file_changes_the_digest(tmp_path):
         copies[name].write_bytes(path.read_bytes())
     before = digest_of(copies)
     assert before == schemes.JUDGEMENT_CODE.value()  # the key is the digest of exactly these files
-    judge = copies["execrepobench_metric.execution.judge"]
-    judge.write_bytes(judge.read_bytes() + b"\n# a verdict rule changed\n")
+    decide = copies["execrepobench_metric.execution.decide"]
+    decide.write_bytes(decide.read_bytes() + b"\n# a verdict rule changed\n")
     assert digest_of(copies) != before
 
 

@@ -13,7 +13,8 @@ import pytest
 from conftest import make_sample, prepared_local_repo
 from execrepobench.builder.verification.ground_truth import check_ground_truth
 from execrepobench.builder.verification.verify import verify_one, verify_samples
-from execrepobench_metric.execution.judge import JudgeConfig, judge
+from execrepobench_metric.execution.judge import judge
+from execrepobench_metric.execution.verdict import JudgeConfig
 
 CONFTEST = '''import pytest
 

@@ -11,7 +11,8 @@ from execrepobench.builder.verification.ground_truth import check_ground_truth
 from execrepobench.builder.verification.verify import verify_samples
 from execrepobench_metric.environments.venvs import find_environment
 from execrepobench_metric.execution.budget import Budget
-from execrepobench_metric.execution.judge import JudgeConfig, judge
+from execrepobench_metric.execution.judge import judge
+from execrepobench_metric.execution.verdict import JudgeConfig
 
 pytestmark = pytest.mark.sandbox
 INSIDE, EDGES = "tests/test_mathx.py::test_clamp_inside", "tests/test_mathx.py::test_clamp_edges"

@@ -1,7 +1,7 @@
 """`suspicious` reasons: what a completion touches that its ground truth never does (a flag, not a verdict)."""
 import guard_attacks as corpus
-from execrepobench_metric.execution.judge import Verdict
 from execrepobench_metric.execution.suspicious import static_reasons, suspicious
+from execrepobench_metric.execution.verdict import Verdict
 
 ORIGINAL = "import re\nimport sys\n\n\ndef clamp(value, low, high):\n    return value\n"
 

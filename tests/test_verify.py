@@ -8,7 +8,7 @@ from execrepobench.builder.preparation.coverage import CoverageMap
 from execrepobench.builder.verification.selection import ImportGraph, region_lines, select_tests
 from execrepobench.builder.verification.verify import null_fill, verify_one
 from execrepobench_dataset.record import FILL_BLOCK, FILL_EXPRESSION, FILL_SPAN
-from execrepobench_metric.execution.judge import JudgeConfig
+from execrepobench_metric.execution.verdict import JudgeConfig
 
 FILES = {
     "pkg/__init__.py": "from .core import f\n",

@@ -16,7 +16,8 @@ from ..sampling.masking import candidate_files
 from ..sources.manifest import RepoSpec
 from .index import ProjectReleases, Release
 from .newcode import NewCode, new_code
-from .requirements import declared_test_requirements, extra_requirements, guessed_requirements, imported_test_modules
+from .requirements import declared_test_requirements, extra_requirements
+from .undeclared import guessed_requirements, imported_test_modules
 from .window import Window, iso
 
 # Per-candidate outcomes, in the order a candidate can end: the report counts each.

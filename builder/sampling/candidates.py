@@ -11,7 +11,8 @@ from execrepobench_dataset.record import Sample, make_sample_id
 from execrepobench_dataset.version import __version__
 
 from .context import RepoContextIndex
-from .masking import MaskConfig, MaskResult, Region, candidate_files, sample_masks, split
+from .masking import MaskConfig, MaskResult, candidate_files, sample_masks, split
+from .parsed_files import Region
 from .repo_files import read_pool
 
 

@@ -1,9 +1,10 @@
 """Choose the masked middles of ExecRepoBench samples, following the paper's masking method.
 
 Four kinds of mask: random single line, random multi-line, random span, and grammar-based masks of
-ten tree-sitter node categories.  Every candidate passes the same filters (length, no ``#``, no
-duplicate middle within a repository).  All randomness comes from RNGs seeded by
-``sha256(f"{seed}:{repo_name}:{kind}")``, so a run is reproducible for a given seed.
+ten tree-sitter node categories (`grammar.py`), drawn from the files as `parsed_files.py` prepares them.
+Every candidate passes the same filters (length, no ``#``, no duplicate middle within a repository).  All
+randomness comes from RNGs seeded by ``sha256(f"{seed}:{repo_name}:{kind}")``, so a run is reproducible for
+a given seed.
 """
 from __future__ import annotations
 
@@ -11,45 +12,19 @@ import collections
 import hashlib
 import os
 import random
-import threading
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from pathlib import Path
 from types import MappingProxyType
-from typing import Collection, Mapping, Optional, Protocol
-
-import tree_sitter_python
-from tree_sitter import Language, Node, Parser
+from typing import Collection, Mapping, Optional
 
 from execrepobench_dataset.record import FILL_MULTI_LINE, FILL_SINGLE_LINE, FILL_SPAN, LEVEL_TO_FILL
 
+from .grammar import CATEGORIES, CATEGORY_LEVEL, DEFAULT_CATEGORY_WEIGHTS, _walk, level_of_type
+from .parsed_files import Region, _prepare, _Source
+
 KINDS = ("single_line", "multi_line", "span", "grammar")  # also the largest-remainder tie order
 DEFAULT_MIX = MappingProxyType({"single_line": 0.03, "multi_line": 0.03, "span": 0.03, "grammar": 0.91})
-
-# The ten grammar categories: (name, sampling weight, level, tree-sitter node types).
-_CATEGORY_TABLE = (
-    ("import", 0.10, "statement", "import_statement import_from_statement future_import_statement"),
-    ("comment", 0.05, "statement", "comment"),
-    ("return", 0.10, "statement", "return_statement"),
-    ("if", 0.15, "block", "if_statement"),
-    ("for", 0.15, "block", "for_statement"),
-    ("while", 0.10, "block", "while_statement"),
-    ("class", 0.10, "block", "class_definition"),
-    ("function", 0.10, "block", "function_definition"),
-    ("assignment", 0.05, "expression", "assignment augmented_assignment"),
-    ("expression_statement", 0.05, "expression", "expression_statement"),
-)
-CATEGORIES = tuple(row[0] for row in _CATEGORY_TABLE)
-DEFAULT_CATEGORY_WEIGHTS = MappingProxyType({c: w for c, w, _, _ in _CATEGORY_TABLE})
-CATEGORY_LEVEL = MappingProxyType({c: level for c, _, level, _ in _CATEGORY_TABLE})
-CATEGORY_NODE_TYPES = MappingProxyType({c: frozenset(t.split()) for c, _, _, t in _CATEGORY_TABLE})
-# A node of these categories counts only when none of its named children has a listed type (an
-# expression_statement wrapping an assignment belongs to "assignment", not to both).
-CATEGORY_EXCLUDED_CHILDREN = MappingProxyType({
-    "expression_statement": frozenset({"assignment", "augmented_assignment"})})
-BLOCK_NODE_TYPES = frozenset(t for c, lvl in CATEGORY_LEVEL.items() if lvl == "block"
-                             for t in CATEGORY_NODE_TYPES[c])
-_TYPE_TO_CATEGORY = {t: c for c, types in CATEGORY_NODE_TYPES.items() for t in types}
 
 # Random kinds: (node_type, category, fill_type); their level is "random".
 RANDOM_KINDS = MappingProxyType({"single_line": ("line", "single_line", FILL_SINGLE_LINE),
@@ -59,23 +34,6 @@ RANDOM_KINDS = MappingProxyType({"single_line": ("line", "single_line", FILL_SIN
 EXCLUDED_DIRS = frozenset({"tests", "test", "testing", "docs", "doc", "build", "dist", ".git",
                            ".tox", ".venv", "venv", "node_modules", "__pycache__"})
 EXCLUDED_FILES = frozenset({"setup.py", "conftest.py", "tests.py", "test.py"})
-
-_PARSERS = threading.local()  # one tree-sitter parser per thread: repositories are built concurrently
-
-
-def _parser() -> Parser:
-    if not hasattr(_PARSERS, "parser"):
-        _PARSERS.parser = Parser(Language(tree_sitter_python.language()))
-    return _PARSERS.parser
-
-
-def level_of_type(node_type: str) -> str:
-    """Level of a masked descendant, from its own tree-sitter type."""
-    if node_type in BLOCK_NODE_TYPES:
-        return "block"
-    if node_type.endswith("_statement") or node_type == "comment":
-        return "statement"
-    return "expression"
 
 
 @dataclass(frozen=True)
@@ -108,15 +66,6 @@ class MaskConfig:
         bad = set(self.category_weights) - set(CATEGORIES)
         if bad or any(w < 0 for w in self.category_weights.values()):
             raise ValueError(f"category_weights: unknown categories {sorted(bad)} or negative weight")
-
-
-class Region(Protocol):
-    """Where masks may lie (a live snapshot's new code): `rows[file]` are the 0-based rows masks may cover
-    (blank rows are neutral; files not named get no mask), `allows` the final word on one mask."""
-
-    rows: Mapping[str, frozenset[int]]
-
-    def allows(self, file: str, data: bytes, start_byte: int, end_byte: int) -> bool: ...
 
 
 @dataclass
@@ -169,88 +118,6 @@ def level_mask(base: MaskConfig, level: str, samples: int) -> MaskConfig:
         return replace(base, samples_per_repo=samples, mix={"single_line": 1, "multi_line": 1, "span": 1})
     weights = {c: w for c, w in base.category_weights.items() if CATEGORY_LEVEL.get(c) == level and w > 0}
     return replace(base, samples_per_repo=samples, mix={"grammar": 1}, category_weights=weights)
-
-
-@dataclass
-class _Source:
-    name: str
-    data: bytes
-    text: str
-    last_row: int
-    lines: list[tuple[int, int, int]]  # non-blank lines: (row, first non-space char, end char)
-    nodes: dict[str, list[Node]]  # category -> nodes, in document order
-    pairs: dict[int, list[tuple[int, int]]] = field(default_factory=dict)  # cache for multi_line
-    # with a Region: bad[i] = non-blank rows before row i outside it (a row range is inside when none is)
-    bad: Optional[list[int]] = None
-
-    def inside(self, first_row: int, last_row: int) -> bool:
-        return self.bad is None or self.bad[last_row + 1] == self.bad[first_row]
-
-    def byte(self, char_offset: int) -> int:
-        return char_offset if len(self.text) == len(self.data) else len(self.text[:char_offset].encode())
-
-
-def _walk(node: Node):
-    """Pre-order walk of `node`'s subtree (the node itself first)."""
-    cursor = node.walk()
-    while True:
-        yield cursor.node
-        if cursor.goto_first_child():
-            continue
-        while not cursor.goto_next_sibling():
-            if not cursor.goto_parent():
-                return
-
-
-def _category(node: Node) -> Optional[str]:
-    category = _TYPE_TO_CATEGORY.get(node.type)
-    excluded = CATEGORY_EXCLUDED_CHILDREN.get(category, ())
-    return None if any(child.type in excluded for child in node.named_children) else category
-
-
-def _restrict(src: _Source, rows: frozenset[int]) -> _Source:
-    """Only the lines and nodes of `src` that lie inside `rows` (blank rows do not count)."""
-    bad, count, non_blank = [0], 0, {row for row, _, _ in src.lines}
-    for row in range(src.last_row + 2):
-        count += row in non_blank and row not in rows
-        bad.append(count)
-    src.bad = bad
-    src.lines = [line for line in src.lines if line[0] in rows]
-    src.nodes = {c: kept for c, nodes in src.nodes.items()
-                 if (kept := [n for n in nodes if src.inside(n.start_point.row, n.end_point.row)])}
-    return src
-
-
-def _prepare(files: Mapping[str, bytes], region: Optional[Region] = None) -> tuple[list[_Source], dict[str, str]]:
-    sources, skipped = [], {}
-    for name in sorted(files):
-        if region is not None and not region.rows.get(name):
-            continue  # no row of this file may be masked
-        data = files[name]
-        try:
-            text = data.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            skipped[name] = f"not_utf8: {exc.reason} at byte {exc.start}"
-            continue
-        tree = _parser().parse(data)
-        if tree.root_node.has_error:
-            skipped[name] = "parse_error: tree-sitter reports a syntax error"
-            continue
-        lines, offset = [], 0
-        for row, line in enumerate(text.split("\n")):
-            content = line[:-1] if line.endswith("\r") else line
-            if content.strip():
-                lines.append((row, offset + len(content) - len(content.lstrip()), offset + len(content)))
-            offset += len(line) + 1
-        nodes = collections.defaultdict(list)
-        for node in _walk(tree.root_node):
-            category = _category(node)
-            if category:
-                nodes[category].append(node)
-        last_row = text.count("\n") - (1 if text.endswith("\n") else 0)
-        src = _Source(name, data, text, last_row, lines, dict(nodes))
-        sources.append(src if region is None else _restrict(src, region.rows[name]))
-    return sources, skipped
 
 
 def _random_mask(src: _Source, kind: str, start_char: int, end_char: int) -> Mask:

@@ -15,7 +15,8 @@ from dataclasses import dataclass, replace
 
 from execrepobench_dataset.record import Sample
 from execrepobench_metric.execution.budget import Budget
-from execrepobench_metric.execution.judge import JudgeConfig, judge_safely
+from execrepobench_metric.execution.judge import judge_safely
+from execrepobench_metric.execution.verdict import JudgeConfig
 
 from .mutants import mutants
 

@@ -28,7 +28,7 @@ mix.  Instead, per repository:
    what was short.
 
 Levels of fill types: `stats.FILL_LEVEL` (random = span, single-line, multi-line; the grammar-based fill
-type is the level of the node actually masked: builder/sampling/masking.py `level_of_type`).
+type is the level of the node actually masked: builder/sampling/grammar.py `level_of_type`).
 """
 from __future__ import annotations
 

@@ -14,7 +14,7 @@ from execrepobench_dataset.repo_record import RepoRecord
 from execrepobench_dataset.schemes import MEASUREMENTS_SCHEME
 from execrepobench_metric.execution.calibration import calibration_s, machine
 from execrepobench_metric.execution.executors.base import Executor
-from execrepobench_metric.execution.judge import JudgeConfig
+from execrepobench_metric.execution.verdict import JudgeConfig
 
 from ..preparation.baseline import Baseline
 from ..preparation.coverage import CoverageMap

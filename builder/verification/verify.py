@@ -45,8 +45,9 @@ from execrepobench_metric.execution.budget import Budget, time_budget
 from execrepobench_metric.execution.executors.base import Batch, Executor, split
 from execrepobench_metric.execution.executors.local import LocalExecutor
 from execrepobench_metric.execution.fills import null_fill
-from execrepobench_metric.execution.judge import JudgeConfig, judge_safely
+from execrepobench_metric.execution.judge import judge_safely
 from execrepobench_metric.execution.pytest_run import collected_files
+from execrepobench_metric.execution.verdict import JudgeConfig
 
 from ..preparation.coverage import CoverageMap
 from .adequacy import Adequacy, adequate, check_mutants

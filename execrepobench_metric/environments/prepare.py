@@ -24,8 +24,9 @@ from execrepobench_dataset.load import open_dataset
 from execrepobench_dataset.record import Sample
 from execrepobench_dataset.repo_record import RepoRecord
 from execrepobench_metric.execution.fills import null_fill
-from execrepobench_metric.execution.judge import JudgeConfig, judge
+from execrepobench_metric.execution.judge import judge
 from execrepobench_metric.execution.sandbox import decide_isolation
+from execrepobench_metric.execution.verdict import JudgeConfig
 
 from .layout import cache_root
 from .measured import keep as keep_measurements

@@ -33,8 +33,9 @@ from .budget import Budget
 from .evidence import EvidenceStore, pack_folder, unpack_folder
 from .executors.base import Batch, Executor, ExecutorConfig, split
 from .executors.registry import open_executor
-from .judge import JudgeConfig, Verdict, judge_safely
+from .judge import judge_safely
 from .sandbox import decide_isolation
+from .verdict import JudgeConfig, Verdict
 
 EXEC_ENV_VAR = "EXECREPOBENCH_ALLOW_EXEC"
 HF_EXEC_ENV_VAR = "HF_ALLOW_CODE_EVAL"  # the opt-in of evaluate's code_eval and of lm-eval: accepted as well

@@ -14,7 +14,7 @@ from execrepobench_dataset.errors import ExecRepoBenchError
 from execrepobench_dataset.record import Sample
 from execrepobench_dataset.repo_record import RepoRecord
 
-from ..judge import JudgeConfig
+from ..verdict import JudgeConfig
 
 EXECUTORS = ("local", "ray")
 RAY_EXTRA_HINT = "pip install 'execrepobench[ray]'"

@@ -9,7 +9,7 @@ from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from itertools import islice
 from typing import Any, Callable, Iterator, Sequence
 
-from ..judge import JudgeConfig
+from ..verdict import JudgeConfig
 from .base import Batch, Done, Executor
 
 NODE = "local"

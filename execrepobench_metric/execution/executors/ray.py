@@ -35,8 +35,8 @@ from execrepobench_metric.environments.prepare import PrepareConfig, prepare_rep
 from execrepobench_metric.environments.sources import pack_path_snapshot, unpack_path_snapshot
 from execrepobench_metric.environments.venvs import find_environment
 
-from ..judge import JudgeConfig
 from ..sandbox import Isolation, strong_available
+from ..verdict import JudgeConfig
 from .base import Batch, Done, Executor, ExecutorConfig, ExecutorUnavailable
 
 _READY: dict[tuple, str] = {}  # per worker process: (job, env key, gold ids, isolation) -> "" or why not
