@@ -109,6 +109,13 @@ def test_ground_truth_measurements_are_cpu_seconds_of_its_own_tests_the_most_ove
     assert measured(s, [unfinished]) == (None, ())
 
 
+def test_the_fixed_part_is_never_below_the_collection_it_contains():
+    """0.27 - 0.13 is 0.13999999999999999 in floats: the fixed part is rounded, so it is not below a
+    collection of 0.14 (a ground-truth test saw collect_s > fixed_s on such clock ticks)."""
+    run = _cpu_run(0.27, 0.14, {"t.py::a": 0.13})
+    assert run.fixed_cpu_s == 0.14 and run.collect_cpu_s <= run.fixed_cpu_s
+
+
 def test_budgets_derive_from_the_measurements_at_judging_time():
     m = _measurements(s1=(0.2, 2.0))
     b = measured_budget("s1", ("t.py::a", "t.py::b"), m, factor=1.0)

@@ -128,8 +128,10 @@ class PytestRun:
 
     @property
     def fixed_cpu_s(self) -> float | None:
-        """The run's CPU seconds outside its tests (start-up, collection, report); None when not measured."""
-        return None if self.cpu_s is None else max(0.0, self.cpu_s - sum(self.test_cpu_s.values()))
+        """The run's CPU seconds outside its tests (start-up, collection, report); None when not measured.
+        Rounded to the microsecond: the clocks tick far coarser, and a float difference (0.27 - 0.13 =
+        0.13999999999999999) must not come out below the collection's own 0.14 that it contains."""
+        return None if self.cpu_s is None else round(max(0.0, self.cpu_s - sum(self.test_cpu_s.values())), 6)
 
 
 def clean_env(inv: PytestInvocation, *, home: Path) -> dict[str, str]:
