@@ -129,7 +129,7 @@ class PytestRun:
     @property
     def fixed_cpu_s(self) -> float | None:
         """The run's CPU seconds outside its tests (start-up, collection, report); None when not measured.
-        Rounded to the microsecond: the clocks tick far coarser, and a float difference (0.27 - 0.13 =
+        Rounded to the microsecond: the clocks tick far coarser, and a float difference (0.15 - 0.01 =
         0.13999999999999999) must not come out below the collection's own 0.14 that it contains."""
         return None if self.cpu_s is None else round(max(0.0, self.cpu_s - sum(self.test_cpu_s.values())), 6)
 
