@@ -43,7 +43,7 @@ def _bad(name: str, message: str) -> InputError:
 def _k(name: str, value: Any) -> tuple[int, ...]:
     if (said := k_problem(value)) is not None:
         raise _bad(name, said)
-    return tuple(value)
+    return tuple(dict.fromkeys(value))  # each k once, in the order given (`--k 2 --k 2` is pass@2)
 
 
 def _selection(name: str, value: Any) -> str:

@@ -27,6 +27,9 @@ def run_publish_metric(args: argparse.Namespace) -> int:
     folder = write_metric_folder(args.out, repo_id=args.push_to_hub, requirement=args.requirement,
                                  overwrite=args.overwrite, dataset_id=args.dataset, code_url=args.code_url)
     print(f"wrote {folder}: evaluate.load({str(folder)!r})")
+    if args.requirement is None:
+        print(f"note: the Space installs {(folder / 'requirements.txt').read_text().strip()} from PyPI; until the "
+              "package is published there, pass --requirement with a git+https URL of the code or a wheel URL")
     if args.push_to_hub:
         push_metric(folder, args.push_to_hub, private=args.private)
         print(f"pushed to the Space {args.push_to_hub}: evaluate.load({args.push_to_hub!r})")

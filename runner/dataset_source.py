@@ -40,6 +40,8 @@ def ids_digest(samples: Sequence[Sample]) -> str:
 def dataset_record(opened: OpenedDataset, judged: Sequence[Sample], limit: int | None) -> dict:
     """The dataset a run evaluated, for metrics.json: what was asked for (name, config, revision), what was
     read (kind, Hub commit), its fingerprint, and the subset judged."""
-    return {"name": opened.name, "kind": opened.kind, "config": opened.config, "revision": opened.revision,
+    return {"name": opened.name, "kind": opened.kind,
+            "config": opened.config if opened.kind == "published" else None,  # builder output has no configs
+            "revision": opened.revision,
             "commit": opened.commit, "fingerprint": opened.fingerprint, "samples_in_dataset": len(opened.samples),
             "limit": limit, "samples": len(judged), "sample_ids_sha256": ids_digest(judged)}

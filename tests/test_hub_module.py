@@ -28,10 +28,11 @@ def test_in_repo_module_is_rendered_from_the_template():
     assert (METRIC_DIR / "execrepobench_metric.py").read_text() == hub_module.module_script("execrepobench_metric")
 
 
-def test_publish_metric_writes_a_space_folder(tmp_path):
+def test_publish_metric_writes_a_space_folder(tmp_path, capsys):
     from execrepobench.runner.cli import main
 
     assert main(["publish-metric", "--out", str(tmp_path)]) == 0
+    assert "until the package is published there, pass --requirement" in capsys.readouterr().out
     folder = tmp_path / "execrepobench"
     assert sorted(p.name for p in folder.iterdir()) == ["README.md", "app.py", "execrepobench.py", "requirements.txt"]
     script = (folder / "execrepobench.py").read_text()

@@ -155,6 +155,9 @@ def test_opt_in_required_and_inputs_checked(clamp, monkeypatch):
     monkeypatch.setenv("HF_ALLOW_CODE_EVAL", "0")  # only "1" opts in, as for code_eval
     with pytest.raises(ExecutionNotAllowed):
         judge_all([clamp], [["x"]], EngineConfig(progress=False))
+    monkeypatch.setenv("HF_ALLOW_CODE_EVAL", "1")  # an explicit False wins, and the refusal says so
+    with pytest.raises(ExecutionNotAllowed, match="allow_exec=False was given: it overrides HF_ALLOW_CODE_EVAL"):
+        judge_all([clamp], [["x"]], EngineConfig(allow_exec=False, progress=False))
     with pytest.raises(ValueError, match="lengths must match"):
         judge_all([clamp], [["x"], ["y"]], EngineConfig(allow_exec=True, progress=False))
     with pytest.raises(TypeError, match="completion 0: expected a string, got NoneType"):

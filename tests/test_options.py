@@ -83,6 +83,8 @@ def test_flags_to_options():
     # the ks as one list too (the habit of nargs flags), mixed with a repeated flag
     listed = parser_of("run").parse_args(["--out", "o", "--k", "1", "10", "--k", "100"])
     assert from_args(listed)[0] == EvaluationOptions(k=(1, 10, 100))
+    twice = parser_of("run").parse_args(["--out", "o", "--k", "2", "--k", "2", "1"])
+    assert from_args(twice)[0].k == (2, 1)  # each k once
 
 
 def test_bad_and_unknown_options_are_named_before_anything_runs():

@@ -69,7 +69,9 @@ def require_opt_in(allow_exec: bool | None) -> None:
     allowed = allow_exec if allow_exec is not None else (
         os.environ.get(EXEC_ENV_VAR, "") in ("1", "true", "yes") or os.environ.get(HF_EXEC_ENV_VAR, "") == "1")
     if not allowed:
-        raise ExecutionNotAllowed(OPT_IN_MESSAGE)
+        given = [v for v in (EXEC_ENV_VAR, HF_EXEC_ENV_VAR) if os.environ.get(v)] if allow_exec is False else []
+        raise ExecutionNotAllowed(OPT_IN_MESSAGE + (f" allow_exec=False was given: it overrides {' and '.join(given)} "
+                                                    "in the environment." if given else ""))
 
 
 def result_key(sample: Sample, completion: str, config: JudgeConfig, budget: Budget | None = None) -> str:
