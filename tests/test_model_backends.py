@@ -337,7 +337,11 @@ def test_run_command_unknown_model_path(tmp_path, capsys):
     from execrepobench.runner.cli import main
     from execrepobench_dataset.record import write_jsonl
 
-    write_jsonl(_samples()[:1], tmp_path / "samples.jsonl")
+    from execrepobench_metric.execution.pytest_run import COMMAND_PREFIX
+
+    # samples judging would take (they are checked first), then the model is looked for
+    write_jsonl([replace(s, test_command=COMMAND_PREFIX, judged_tests=("tests/t.py::t",)) for s in _samples()[:1]],
+                tmp_path / "samples.jsonl")
     missing = str(tmp_path / "nowhere" / "tiny-qwen2.5-coder")
     rc = main(["run", "--samples", str(tmp_path / "samples.jsonl"), "--backend", "transformers", "--model", missing,
                "--out", str(tmp_path / "res"), "--no-progress"])
@@ -385,3 +389,31 @@ def test_run_command_end_to_end(backend, built_minirepo, model_dir, tmp_path, ca
         assert line["prompt_tokens"] <= 40 and line["truncated"] is True
         assert line["prefix_truncated"] is True and line["suffix_truncated"] is True
         assert line["sampling"] == {"temperature": 0.0, "top_p": 1.0, "seed": 0, "max_new_tokens": 2008}
+
+
+@pytest.mark.sandbox
+@pytest.mark.parametrize("backend", ["transformers", "vllm"])
+def test_run_with_a_hub_model_id_from_the_cache(backend, built_minirepo, model_dir, hf_hub_cache, tmp_path, capsys):
+    """`--model OWNER/NAME` through the Hugging Face cache (offline: the Hub cannot be reached here), the real
+    engines: the snapshot is what they load, and metrics.json records the id and the snapshot's commit."""
+    import shutil
+
+    from execrepobench.runner.cli import main
+    from execrepobench_dataset.record import write_jsonl
+
+    commit = "b" * 40
+    repo = hf_hub_cache / f"models--me--{NAME}"
+    shutil.copytree(model_dir, repo / "snapshots" / commit)
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text(commit)
+    samples = [make_sample(built_minirepo, "minirepo/mathx.py", "return value",
+                           judged=("tests/test_mathx.py::test_clamp_inside",))]
+    write_jsonl(samples, tmp_path / "samples.jsonl")
+    out = tmp_path / "res"
+    assert main(["run", "--samples", str(tmp_path / "samples.jsonl"), "--backend", backend, "--model",
+                 f"me/{NAME}", "--allow-exec", "--no-progress", "--max-new-tokens", "8", "--out", str(out)]) == 0
+    assert "template: qwen2.5-coder (detected" in capsys.readouterr().out
+    (line,) = [json.loads(x) for x in (out / "generations.jsonl").read_text().splitlines()]
+    assert len(line["completion"]) == 1 and 0 < line["completion_tokens"][0] <= 8
+    run = json.loads((out / "metrics.json").read_text())["run"]
+    assert (run["model"], run["model_commit"], run["backend"]) == (f"me/{NAME}", commit, backend)
