@@ -133,14 +133,22 @@ def test_real_pytest_collects_and_runs_the_canaries_as_drawn(tmp_path):
                       "    return 2 * x\n", "tests/test_mod.py": "from pkg.mod import twice\n\n\n"
                       "def test_twice():\n    assert twice(3) == 6\n"},
                      ["pkg/mod.py::pkg.mod.twice", "tests/test_mod.py::test_twice"], ["--doctest-modules"]),
+        # schema's layout: a top-level test module with a test function named like it, whose node id is also
+        # what the module docstring's doctest would be called - a function, so the canaries are functions
+        "named-like-its-module": ({"schema.py": "def ok():\n    return 1\n",
+                                   "test_schema.py": "from schema import ok\n\n\ndef test_schema():\n"
+                                                     "    assert ok() == 1\n"},
+                                  ["test_schema.py::test_schema"], []),
     }
     for kind, (files, judged, args) in cases.items():
         root = _tree(tmp_path / kind, files)
         plan = plan_canaries(root, judged, args, random.Random(7))
         assert plan.off == "", plan
+        fails = next(c for c in plan.canaries if c.expected == "failed")
         if kind == "doctests":
-            fails = next(c for c in plan.canaries if c.expected == "failed")
             assert fails.nodeid.startswith(plan.targets[-1] + "::pkg.") and plan.targets[-1].startswith("pkg/")
+        else:  # a test function that must fail
+            assert fails.nodeid.rsplit("::", 1)[1].isidentifier(), fails
         got = _pytest_outcomes(root, plan, args)
         assert {t: got.get(t) for t in judged} == {t: "passed" for t in judged}, (kind, got)
         assert {c.nodeid: got.get(c.nodeid) for c in plan.canaries} == {c.nodeid: c.expected for c in plan.canaries}

@@ -109,6 +109,18 @@ def doctest_folders(root: Path, judged: Sequence[str]) -> tuple[str, ...]:
         if not file.endswith(".py") or not name or "::" in name:
             continue
         module = package_module(root, file)
+        if name == module and _defines_function(root / file, name):
+            continue  # test_schema.py::test_schema: a test function named like its module, not its docstring
         if module and (name == module or name.startswith(module + ".")):
             found.add(str(PurePosixPath(file).parent))
     return tuple(sorted(found))
+
+
+def _defines_function(path: Path, name: str) -> bool:
+    """Whether the module at `path` defines a top-level function `name` (a test function's node id is then
+    the same as the module docstring's doctest id)."""
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False
+    return re.search(rf"^(?:async\s+)?def\s+{re.escape(name)}\s*\(", text, re.MULTILINE) is not None
