@@ -24,7 +24,7 @@ from execrepobench_dataset.repo_record import RepoRecord
 
 from .cutoff import apply_cutoff
 from .environments.measured import describe, measurements_for
-from .environments.prepare import EnvironmentsMissing, PrepareConfig, ensure_prepared
+from .prepare import EnvironmentsMissing, PrepareConfig, ensure_prepared
 from .environments.venvs import environment_record
 from .execution.budget import budgets_for
 from .execution.engine import EngineConfig, judge_all, require_opt_in
@@ -64,8 +64,9 @@ class HarnessError(HarnessFailure, RuntimeError):
                             if first.get("artifacts") else ""))
 
 
-def _load_samples(dataset: str | Path) -> dict[str, Sample]:
-    """A builder output folder, its samples file, a published folder or a Hub dataset id."""
+def samples_by_id(dataset: str | Path) -> dict[str, Sample]:
+    """{sample id: sample} of `dataset`: a builder output folder, its samples file, a published folder or a
+    Hub dataset id (how `compute` and the `evaluate` module look up references given as sample ids)."""
     return {s.sample_id: s for s in open_dataset(dataset).samples}
 
 
@@ -74,7 +75,7 @@ def resolve_references(references: Sequence[Any], dataset: str | Path | None = N
     """Samples from records (Sample, dict or JSON text) or from sample ids looked up in `dataset`;
     every reference is checked first (`inputs.check_record`), one `InputError` names every bad one."""
     return check_inputs(["" for _ in references], references, dataset=dataset, test_selection=test_selection,
-                        load_dataset=_load_samples)[1]
+                        load_dataset=samples_by_id)[1]
 
 
 def repository_records(samples: Sequence[Sample], dataset: str | Path | None,
@@ -119,7 +120,8 @@ def compute(predictions: Sequence[Any], references: Sequence[Any], **options: An
 
 def compute_with(predictions: Sequence[Any], references: Sequence[Any],
                  evaluation: EvaluationOptions = EvaluationOptions(),
-                 runtime: RuntimeOptions = RuntimeOptions()) -> dict[str, Any]:
+                 runtime: RuntimeOptions = RuntimeOptions(), *, opened: OpenedDataset | None = None,
+                 prepared: bool = False) -> dict[str, Any]:
     """`compute` with its options built.
 
     Before anything is judged, every sample's environment must be in this cache: missing ones are
@@ -130,9 +132,13 @@ def compute_with(predictions: Sequence[Any], references: Sequence[Any],
     records (of `dataset`, else those kept with this cache's environments); nothing is prepared here.
     With `cutoff` (YYYY-MM-DD) only samples released after that day (their `release_date`, recorded by live
     snapshots) are judged and scored; the result's `cutoff` says how many were kept.
+    `opened`: `dataset` already opened by the caller (read, not opened again); `prepared`: the caller made
+    sure these samples' environments are here (`prepare.ensure_prepared`), so it is not checked again.
     Raises `HarnessError` (carrying the full result) when any verdict is `error`."""
     dataset, timeout = evaluation.dataset, evaluation.timeout
-    opened = cache(lambda: open_dataset(dataset))  # read once, whoever asks first (ids, records, measurements)
+    given = opened
+    # read once, whoever asks first (ids, records, measurements)
+    opened = (lambda: given) if given is not None else cache(lambda: open_dataset(dataset))
     # Every input is checked before anything runs: one InputError names every bad item.
     completions, samples = check_inputs(predictions, references, dataset=dataset,
                                         test_selection=evaluation.test_selection, k=evaluation.k,
@@ -152,10 +158,10 @@ def compute_with(predictions: Sequence[Any], references: Sequence[Any],
     require_opt_in(config.allow_exec)  # before anything is prepared or run
     require_executor(config.executor)  # ray without the extra: one clear error
     records: dict[str, RepoRecord] = {}
-    if runtime.executor == "local":
+    if runtime.executor == "local" and not prepared:
         ensure_prepared(samples, str(dataset) if dataset is not None else None, runtime.prepare,
                         PrepareConfig(workers=config.workers, allow_weak_sandbox=runtime.allow_weak_sandbox,
-                                      progress=runtime.progress))
+                                      progress=runtime.progress), opened=given)
     else:  # the nodes make what they lack, from the records
         records = repository_records(samples, dataset, opened)
     shipped = opened().measurements_by_env() if dataset is not None else {}

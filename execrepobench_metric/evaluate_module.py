@@ -20,7 +20,7 @@ import dataclasses
 import datasets
 import evaluate
 
-from .api import _load_samples, compute, split_result
+from .api import compute, samples_by_id, split_result
 from .inputs import InputError, canonical_reference, check_inputs
 from .options import describe as describe_options
 
@@ -123,7 +123,7 @@ class ExecRepoBenchMetric(evaluate.Metric):
         offset = getattr(self, "_n_added", 0)
         try:
             completions, samples = check_inputs(
-                predictions, references, dataset=kwargs.get("dataset"), load_dataset=_load_samples,
+                predictions, references, dataset=kwargs.get("dataset"), load_dataset=samples_by_id,
                 test_selection=kwargs.get("test_selection", "judged"), k=kwargs.get("k", (1,)), defer_ids=defer_ids)
         except InputError as exc:
             raise _shifted(exc, offset) from None

@@ -25,7 +25,7 @@ def add_prepare(p: argparse.ArgumentParser) -> None:
 
 def run_prepare(args: argparse.Namespace) -> int:
     from execrepobench_dataset.errors import UsageError
-    from execrepobench_metric.environments.prepare import PrepareConfig, prepare_dataset
+    from execrepobench_metric.prepare import PrepareConfig, prepare_dataset
 
     if args.workers < 1 or args.gold_samples < 0:
         raise UsageError("--workers must be >= 1 and --gold-samples >= 0")

@@ -28,7 +28,7 @@ from execrepobench_dataset.load import OpenedDataset, open_dataset
 from execrepobench_dataset.version import __version__
 from execrepobench_metric.api import HarnessError, compute_with
 from execrepobench_metric.cutoff import apply_cutoff, describe
-from execrepobench_metric.environments.prepare import PrepareConfig, ensure_prepared
+from execrepobench_metric.prepare import PrepareConfig, ensure_prepared
 from execrepobench_metric.execution.engine import require_opt_in
 from execrepobench_metric.inputs import check_inputs
 from execrepobench_metric.options import EvaluationOptions, RuntimeOptions
@@ -217,7 +217,8 @@ def run(config: RunConfig) -> dict:
     if runtime.executor == "local":  # the environments too (a Ray cluster's nodes make their own)
         ensure_prepared(samples, str(dataset), runtime.prepare,
                         PrepareConfig(workers=runtime.num_workers or os.cpu_count() or 1,
-                                      allow_weak_sandbox=runtime.allow_weak_sandbox, progress=runtime.progress))
+                                      allow_weak_sandbox=runtime.allow_weak_sandbox, progress=runtime.progress),
+                        opened=opened)
     backend = get_backend(config.backend, config.model, **options)
     gen_path = config.out / "generations.jsonl"
     sampling = {k: options[k] for k in ("temperature", "top_p", "seed", "max_new_tokens") if options.get(k) is not None}
@@ -234,7 +235,8 @@ def run(config: RunConfig) -> dict:
             # the repository records: environments are prepared (or named, when missing) from them, and a Ray
             # cluster's nodes make theirs from them
             replace(evaluation, model_name=name, dataset=dataset),
-            replace(runtime, journal=config.out / "journal.jsonl", artifacts_dir=config.out / "artifacts"))
+            replace(runtime, journal=config.out / "journal.jsonl", artifacts_dir=config.out / "artifacts"),
+            opened=opened, prepared=runtime.executor == "local")  # opened once, prepared once (above)
     except HarnessError as exc:
         print(write_error_results(config.out, exc.result), file=sys.stderr)
         raise

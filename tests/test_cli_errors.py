@@ -76,7 +76,7 @@ def test_user_facing_errors_share_the_base_and_keep_their_builtin_one():
     from execrepobench_metric.hub_module import MetricPublishError
     from execrepobench_metric.inputs import InputError
     from execrepobench_metric.execution.sandbox import SandboxUnavailable
-    from execrepobench_metric.environments.prepare import EnvironmentsMissing
+    from execrepobench_metric.prepare import EnvironmentsMissing
 
     builtin = {CandidateError: ValueError, LiveInputError: ValueError, WindowError: ValueError,
                ManifestError: ValueError, OfficialFormatError: ValueError, BackendUnavailable: ImportError,

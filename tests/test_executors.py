@@ -12,7 +12,7 @@ from execrepobench.runner.cli import main
 from execrepobench_dataset.repo_record import RepoRecord, environment_key, write_repo_records
 from execrepobench_metric import api
 from execrepobench_metric.environments.layout import CACHE_ENV_VAR, env_dir
-from execrepobench_metric.environments.prepare import EnvironmentsMissing
+from execrepobench_metric.prepare import EnvironmentsMissing
 from execrepobench_metric.environments.sources import pack_path_snapshot, path_snapshot_dir, unpack_path_snapshot
 from execrepobench_metric.execution.evidence import pack_folder, unpack_folder
 from execrepobench_metric.execution.executors.base import Batch, ExecutorConfig, ExecutorUnavailable, split

@@ -113,14 +113,14 @@ def test_suite_selection_needs_no_judged_tests_and_k_is_checked():
 
 def test_sample_ids_resolve_through_the_dataset(tmp_path):
     write_jsonl([Sample.from_dict(record("a")), Sample.from_dict(record("b", judged_tests=[]))], tmp_path / "samples.jsonl")
-    _, samples = check_inputs([MIDDLE], ["a"], dataset=tmp_path, load_dataset=api._load_samples)
+    _, samples = check_inputs([MIDDLE], ["a"], dataset=tmp_path, load_dataset=api.samples_by_id)
     assert samples[0].sample_id == "a"
     with pytest.raises(InputError) as info:  # a stored sample is checked like any record
-        check_inputs([MIDDLE, MIDDLE], ["b", "zz"], dataset=tmp_path, load_dataset=api._load_samples)
+        check_inputs([MIDDLE, MIDDLE], ["b", "zz"], dataset=tmp_path, load_dataset=api.samples_by_id)
     assert [(p.index, p.sample_id, p.field) for p in info.value.problems] == [(0, "b", "judged_tests"),
                                                                              (1, "zz", "sample_id")]
     with pytest.raises(InputError, match="reference 0 \\(sample a\\), field sample_id: dataset .* could not be read"):
-        check_inputs([MIDDLE], ["a"], dataset=tmp_path / "missing", load_dataset=api._load_samples)
+        check_inputs([MIDDLE], ["a"], dataset=tmp_path / "missing", load_dataset=api.samples_by_id)
 
 
 def test_canonical_reference_round_trips():

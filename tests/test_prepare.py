@@ -13,7 +13,7 @@ from execrepobench_dataset.record import read_jsonl, write_jsonl
 from execrepobench_dataset.repo_record import read_repo_records, write_repo_records
 from execrepobench_metric import api
 from execrepobench_metric.environments.layout import CACHE_ENV_VAR, sources_dir
-from execrepobench_metric.environments.prepare import EnvironmentsMissing
+from execrepobench_metric.prepare import EnvironmentsMissing
 from execrepobench_metric.environments.venvs import EnvError, ensure_environment, find_environment, lock_pins
 from execrepobench_metric.execution.fills import null_fill
 

@@ -31,7 +31,7 @@ from ray.exceptions import RayError
 
 from execrepobench_dataset.repo_record import RepoRecord
 from execrepobench_metric.environments.layout import cache_root
-from execrepobench_metric.environments.prepare import PrepareConfig, prepare_repository
+from ..readiness import PrepareConfig, prepare_repository
 from execrepobench_metric.environments.sources import pack_path_snapshot, unpack_path_snapshot
 from execrepobench_metric.environments.venvs import find_environment
 
