@@ -31,10 +31,8 @@ from execrepobench_dataset.stats import compute_statistics
 from execrepobench_dataset.version import __version__
 from execrepobench_metric.defaults import BASELINE_TIMEOUT_S, VERIFY_TIMEOUT_S
 from execrepobench_metric.environments.measured import keep as keep_measurements
-from execrepobench_metric.execution.executors.base import Executor, ExecutorConfig
-from execrepobench_metric.execution.executors.registry import open_executor
-from execrepobench_metric.execution.sandbox import Isolation, decide_isolation
-from execrepobench_metric.execution.verdict import JudgeConfig
+from execrepobench_metric.execution.surface import (
+    Executor, ExecutorConfig, Isolation, JudgeConfig, decide_isolation, open_executor)
 
 from .pipeline import Candidates, RepoSettings, Scan, run_repository
 from .preparation.prepare import Prepared

@@ -33,8 +33,7 @@ from execrepobench_dataset.record import (FILL_TYPES, ContextFile, RecordError, 
 from execrepobench_dataset.repo_record import RepoRecord, write_repo_records
 from execrepobench_dataset.version import __version__
 from execrepobench_metric.defaults import BASELINE_TIMEOUT_S, VERIFY_TIMEOUT_S
-from execrepobench_metric.execution.sandbox import Isolation, decide_isolation
-from execrepobench_metric.execution.verdict import JudgeConfig
+from execrepobench_metric.execution.surface import Isolation, JudgeConfig, decide_isolation
 
 from .pipeline import Candidates, RepoSettings, Scan, run_repository
 from .preparation.baseline import Baseline

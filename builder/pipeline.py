@@ -23,8 +23,7 @@ from typing import Callable, Mapping, Protocol
 from execrepobench_dataset.record import Sample
 from execrepobench_dataset.repo_record import RepoRecord
 from execrepobench_metric.defaults import BASELINE_TIMEOUT_S
-from execrepobench_metric.execution.executors.base import Executor
-from execrepobench_metric.execution.sandbox import Isolation
+from execrepobench_metric.execution.surface import Executor, Isolation
 
 from .preparation.baseline import BaselineError, CoverageError
 from .preparation.lock import EnvError

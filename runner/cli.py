@@ -86,7 +86,7 @@ def _add_build(p: argparse.ArgumentParser) -> None:
 
 def _run_build(args: argparse.Namespace) -> int:
     from execrepobench.builder.build import BuildConfig, build
-    from execrepobench_metric.execution.executors.base import ExecutorConfig
+    from execrepobench_metric.execution.surface import ExecutorConfig
     from execrepobench.builder.sources.manifest import default_manifest_path, load_manifest, quickstart_manifest_path
 
     path = args.manifest or (quickstart_manifest_path() if args.quickstart else default_manifest_path())
@@ -148,7 +148,7 @@ def _run_evaluate(args: argparse.Namespace) -> int:
     from execrepobench.runner.report import table, write_error_results, write_results
     from execrepobench_metric.api import HarnessError, InputError, compute_with
     from execrepobench_metric.cutoff import describe, released_after
-    from execrepobench_metric.execution.fills import null_fill
+    from execrepobench_metric.execution.surface import null_fill
     from execrepobench.runner.dataset_source import dataset_record, stratified_subset
 
     evaluation, runtime = from_args(args, journal=args.out / "journal.jsonl", artifacts_dir=args.out / "artifacts")

@@ -29,7 +29,7 @@ from execrepobench_dataset.version import __version__
 from execrepobench_metric.api import HarnessError, compute_with
 from execrepobench_metric.cutoff import apply_cutoff, describe
 from execrepobench_metric.prepare import PrepareConfig, ensure_prepared
-from execrepobench_metric.execution.engine import require_opt_in
+from execrepobench_metric.execution.surface import require_opt_in
 from execrepobench_metric.inputs import check_inputs
 from execrepobench_metric.options import EvaluationOptions, RuntimeOptions
 
@@ -91,7 +91,7 @@ def open_source(config: RunConfig) -> OpenedDataset:
 def _build(config: RunConfig) -> Path:
     from execrepobench.builder.build import BuildConfig, build
     from execrepobench.builder.sources.manifest import load_manifest, quickstart_manifest_path
-    from execrepobench_metric.execution.executors.base import ExecutorConfig
+    from execrepobench_metric.execution.surface import ExecutorConfig
 
     path = config.manifest or quickstart_manifest_path()
     out = config.out / "build"

@@ -16,12 +16,8 @@ from pathlib import Path
 
 from execrepobench_metric.defaults import BASELINE_TIMEOUT_S, PROBE_TIMEOUT_S
 from execrepobench_metric.environments.venvs import Environment
-from execrepobench_metric.execution.junit import PASSED, SKIPPED
-from execrepobench_metric.execution.limits import Limits
-from execrepobench_metric.execution.process import run_command
-from execrepobench_metric.execution.pytest_run import PytestInvocation, run_pytest
-from execrepobench_metric.execution.run_plan import protected_paths
-from execrepobench_metric.execution.sandbox import Isolation
+from execrepobench_metric.execution.surface import (
+    Isolation, Limits, PASSED, PytestInvocation, SKIPPED, protected_paths, run_command, run_pytest)
 
 from ..sources.manifest import RepoSpec
 

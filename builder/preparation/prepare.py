@@ -11,7 +11,7 @@ from pathlib import Path
 
 from execrepobench_dataset.repo_record import RepoRecord
 from execrepobench_metric.environments.venvs import Environment, ensure_environment
-from execrepobench_metric.execution.sandbox import Isolation
+from execrepobench_metric.execution.surface import Isolation
 
 from ..sampling.masking import candidate_files
 from ..sources.manifest import RepoSpec

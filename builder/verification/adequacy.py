@@ -14,9 +14,7 @@ import traceback
 from dataclasses import dataclass, replace
 
 from execrepobench_dataset.record import Sample
-from execrepobench_metric.execution.budget import Budget
-from execrepobench_metric.execution.judge import judge_safely
-from execrepobench_metric.execution.verdict import JudgeConfig
+from execrepobench_metric.execution.surface import Budget, JudgeConfig, judge_safely
 
 from .mutants import mutants
 

@@ -29,9 +29,7 @@ from typing import Sequence
 
 from execrepobench_dataset.measurements import SampleTiming
 from execrepobench_dataset.record import Sample
-from execrepobench_metric.execution.judge import judge_run
-from execrepobench_metric.execution.pytest_run import PytestRun
-from execrepobench_metric.execution.verdict import JudgeConfig, Verdict
+from execrepobench_metric.execution.surface import JudgeConfig, PytestRun, Verdict, judge_run
 
 from .allowances import attribute
 

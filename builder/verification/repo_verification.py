@@ -12,9 +12,7 @@ from execrepobench_dataset.measurements import Measurements
 from execrepobench_dataset.record import Sample
 from execrepobench_dataset.repo_record import RepoRecord
 from execrepobench_dataset.schemes import MEASUREMENTS_SCHEME
-from execrepobench_metric.execution.calibration import calibration_s, machine
-from execrepobench_metric.execution.executors.base import Executor
-from execrepobench_metric.execution.verdict import JudgeConfig
+from execrepobench_metric.execution.surface import Executor, JudgeConfig, calibration_s, machine
 
 from ..preparation.baseline import Baseline
 from ..preparation.coverage import CoverageMap

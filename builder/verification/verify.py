@@ -41,13 +41,8 @@ from tqdm import tqdm
 from execrepobench_dataset.measurements import SampleTiming
 from execrepobench_dataset.record import Sample
 from execrepobench_dataset.repo_record import RepoRecord
-from execrepobench_metric.execution.budget import Budget, time_budget
-from execrepobench_metric.execution.executors.base import Batch, Executor, split
-from execrepobench_metric.execution.executors.local import LocalExecutor
-from execrepobench_metric.execution.fills import null_fill
-from execrepobench_metric.execution.judge import judge_safely
-from execrepobench_metric.execution.pytest_run import collected_files
-from execrepobench_metric.execution.verdict import JudgeConfig
+from execrepobench_metric.execution.surface import (
+    Batch, Budget, Executor, JudgeConfig, LocalExecutor, collected_files, judge_safely, null_fill, split, time_budget)
 
 from ..preparation.coverage import CoverageMap
 from .adequacy import Adequacy, adequate, check_mutants

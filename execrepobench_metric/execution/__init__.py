@@ -10,5 +10,6 @@ reads the outcomes (`junit`) and decides the verdict.  Beside it: `budget` (time
 from the build's measurements, scaled by `calibration`), `evidence` (one folder per run), `fills`
 (null fills) and `suspicious` (flags, never verdicts).
 
-Nothing is re-exported here: import from the module that defines a name.
+Nothing is re-exported here: inside the metric, import from the module that defines a name.  The rooms
+above it (builder, runner) import from `surface`, the engine's declared surface, alone.
 """

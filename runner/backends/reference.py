@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from execrepobench_metric.execution.fills import null_fill
+from execrepobench_metric.execution.surface import null_fill
 
 from .base import Backend, Generation, Request
 

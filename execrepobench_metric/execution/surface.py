@@ -1,0 +1,36 @@
+"""What the engine offers the rooms above the metric (the builder, the runner): the one module of
+`execution/` they import, so what they depend on is declared here, and everything else in `execution/`
+can change without them (tests/test_engine_surface.py reads their sources and holds them to it).
+
+- judging: `JudgeConfig`, `Verdict`, `judge_safely` (one completed file, never raises), `judge_run`
+  (a judgement from a run already made), `null_fill`, `require_opt_in`;
+- running a suite the way a judgement does: `run_pytest`, `PytestInvocation`, `PytestRun`,
+  `collected_files`, `run_command`, `Limits`, `protected_paths`, junit's `PASSED` / `SKIPPED`;
+- where it runs: `Isolation`, `decide_isolation`; `Executor`, `ExecutorConfig`, `Batch`, `split`,
+  `LocalExecutor`, `open_executor`;
+- how long it may take: `Budget`, `time_budget`, `calibration_s`, `machine`.
+"""
+from __future__ import annotations
+
+from .budget import Budget, time_budget
+from .calibration import calibration_s, machine
+from .engine import require_opt_in
+from .executors.base import Batch, Executor, ExecutorConfig, split
+from .executors.local import LocalExecutor
+from .executors.registry import open_executor
+from .fills import null_fill
+from .judge import judge_run, judge_safely
+from .junit import PASSED, SKIPPED
+from .limits import Limits
+from .process import run_command
+from .pytest_run import PytestInvocation, PytestRun, collected_files, run_pytest
+from .run_plan import protected_paths
+from .sandbox import Isolation, decide_isolation
+from .verdict import JudgeConfig, Verdict
+
+__all__ = [
+    "Batch", "Budget", "Executor", "ExecutorConfig", "Isolation", "JudgeConfig", "Limits", "LocalExecutor",
+    "PASSED", "PytestInvocation", "PytestRun", "SKIPPED", "Verdict", "calibration_s", "collected_files",
+    "decide_isolation", "judge_run", "judge_safely", "machine", "null_fill", "open_executor", "protected_paths",
+    "require_opt_in", "run_command", "run_pytest", "split", "time_budget",
+]
