@@ -23,6 +23,7 @@ from typing import Mapping
 
 from tqdm import tqdm
 
+from execrepobench_dataset.errors import UsageError
 from execrepobench_dataset.measurements import MEASUREMENTS_FILE, Measurements, read_measurements, write_measurements
 from execrepobench_dataset.record import Sample, read_jsonl, write_jsonl
 from execrepobench_dataset.repo_record import RepoRecord, read_repo_records, write_repo_records
@@ -225,7 +226,7 @@ def build(config: BuildConfig) -> dict:
     if config.only:
         unknown = sorted(set(config.only) - {r.name for r in repos})
         if unknown:
-            raise ValueError(f"--repo {', '.join(unknown)}: not in manifest {config.manifest.path or '<inline>'} "
+            raise UsageError(f"--repo {', '.join(unknown)}: not in manifest {config.manifest.path or '<inline>'} "
                              f"(it has: {', '.join(r.name for r in repos)})")
         repos = [r for r in repos if r.name in config.only]
     today = datetime.now(timezone.utc).date().isoformat()

@@ -28,13 +28,15 @@ from pathlib import Path, PurePosixPath
 
 from tqdm import tqdm
 
-from execrepobench_dataset.record import (FILL_TYPES, ContextFile, RecordError, Sample, make_sample_id,
+from execrepobench_dataset.errors import UsageError
+from execrepobench_dataset.record import (FILL_TYPES, ContextFile, Sample, make_sample_id,
                                           write_jsonl)
 from execrepobench_dataset.repo_record import RepoRecord, write_repo_records
 from execrepobench_dataset.version import __version__
 from execrepobench_metric.defaults import BASELINE_TIMEOUT_S, VERIFY_TIMEOUT_S
 from execrepobench_metric.execution.surface import Isolation, JudgeConfig, decide_isolation
 
+from .errors import OfficialFormatError
 from .pipeline import Candidates, RepoSettings, Scan, run_repository
 from .preparation.baseline import Baseline
 from .preparation.prepare import Prepared
@@ -49,10 +51,6 @@ NODE_TYPE = "official"
 FIELDS = ("repo_name", "file_name", "prefix_code", "middle_code", "suffix_code", "context_code", "fill_type")
 COUNTS = ("lines", "converted", "mismatched", "duplicates", "gt_failed", "null_passed", "no_null_fill",
           "no_tests", "kept")
-
-
-class OfficialFormatError(RecordError):
-    """A line of the official JSONL that cannot be used; the message names file:line and the field."""
 
 
 @dataclass(frozen=True)
@@ -252,7 +250,7 @@ def import_official(jsonl: Path, repos: Path, out: Path, *, verify: bool = True,
     jsonl, repos, out = Path(jsonl), Path(repos).expanduser().resolve(), Path(out)
     lines = read_official(jsonl)
     if not repos.is_dir():
-        raise ValueError(f"--repos {repos}: not a directory (unpack repos.zip and point at the folder "
+        raise UsageError(f"--repos {repos}: not a directory (unpack repos.zip and point at the folder "
                          f"holding one folder per repo_name)")
     groups: dict[str, list[OfficialLine]] = {}
     for line in lines:

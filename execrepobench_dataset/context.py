@@ -15,15 +15,11 @@ from __future__ import annotations
 import dataclasses
 from typing import Iterable, Mapping, Union
 
-from .errors import ExecRepoBenchError
+from .errors import ContextUnavailable
 from .record import ContextFile, Sample
 from .repo_record import RepoRecord
 
 Files = Union[Mapping[str, str], RepoRecord, None]
-
-
-class ContextUnavailable(ExecRepoBenchError, LookupError):
-    """A sample names its context by path, but the repository's files are not at hand (or lack a path)."""
 
 
 def _file_map(files: Files) -> Mapping[str, str] | None:

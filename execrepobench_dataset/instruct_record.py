@@ -5,7 +5,8 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, Iterable, Iterator, Mapping
 
-from .record import FILL_TYPES, RecordError, read_records, write_jsonl
+from .errors import RecordError
+from .record import FILL_TYPES, read_records, write_jsonl
 
 SYSTEM_PROMPT = "You are a code completion assistant."
 ROLES = ("system", "user", "assistant")

@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from .context import ContextResolver
-from .errors import ExecRepoBenchError
+from .errors import DatasetNotFound, RecordError, UsageError
 from .measurements import MEASUREMENTS_FILE, Measurements, read_measurements
-from .record import ContextFile, RecordError, Sample, read_jsonl
+from .record import ContextFile, Sample, read_jsonl
 from .repo_record import RepoRecord, read_repo_records
 
 SAMPLES_CONFIG, INSTRUCT_CONFIG, REPOS_CONFIG = "exec_repo_bench", "repo_instruct", "repositories"
@@ -35,11 +35,6 @@ def samples_config(folder: Path) -> str | None:
         return SAMPLES_CONFIG
     live = [p.name for p in (folder / "data").glob("live-*") if p.is_dir() and LIVE_CONFIG_RE.match(p.name)]
     return live[0] if len(live) == 1 else None
-
-
-class DatasetNotFound(ExecRepoBenchError, FileNotFoundError):
-    """`dataset` names no builder folder, published folder, samples file or Hub dataset, or not the config
-    or revision asked for; the message says what is wrong and what to do."""
 
 
 @dataclass(frozen=True)
@@ -212,7 +207,7 @@ def open_dataset(dataset: str | Path, revision: str | None = None, config: str |
 
 def _config(config: str) -> str:
     if config not in CONFIGS and not LIVE_CONFIG_RE.match(str(config)):
-        raise ValueError(f"unknown config {config!r}: ExecRepoBench has the configs "
+        raise UsageError(f"unknown config {config!r}: ExecRepoBench has the configs "
                          f"{', '.join(repr(c) for c in CONFIGS)} (and a live snapshot's `live-...`)")
     return config
 

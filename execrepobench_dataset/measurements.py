@@ -23,7 +23,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator, Mapping
 
-from .record import RecordError, read_records
+from .errors import RecordError
+from .record import read_records
 from .schemes import KNOWN_MEASUREMENTS_SCHEMES
 
 MEASUREMENTS_FILE = "measurements.jsonl"

@@ -21,12 +21,13 @@ from typing import Callable
 
 from .card import licenses_file, render_card
 from .context import ContextResolver
+from .errors import PublishError
 from .figures import markdown as charts_markdown, write_charts
 from .hub_parquet import write_split
 from .instruct_record import InstructRecord, instruct_features
 from .measurements import MEASUREMENTS_FILE, read_measurements, write_measurements
 from .load import INSTRUCT_CONFIG, REPOS_CONFIG, REPOS_FILE, SAMPLES_CONFIG, dataset_fingerprint
-from .publish_inputs import PublishError, check_repositories, iter_records, read_json, read_records
+from .publish_inputs import check_repositories, iter_records, read_json, read_records
 from .record import Sample, features
 from .repo_record import RepoRecord, repo_features
 from .stats import compute_statistics

@@ -7,13 +7,8 @@ import re
 from pathlib import Path
 from typing import Iterator
 
-from .errors import ExecRepoBenchError
-from .record import RecordError
+from .errors import PublishError, RecordError
 from .repo_record import RepoRecord
-
-
-class PublishError(ExecRepoBenchError, ValueError):
-    """Bad input for publishing or pushing; nothing was written."""
 
 
 def check_value(value, feat, where: str, name: str = "") -> None:

@@ -11,7 +11,8 @@ import json
 from dataclasses import dataclass
 from typing import Any, Iterable, Iterator, Mapping
 
-from .errors import ExecRepoBenchError
+from .errors import RecordError
+
 
 # The paper's six fill types, exactly as spelled in the official release.
 FILL_SPAN = "Random Span Completion"
@@ -24,10 +25,6 @@ FILL_TYPES = (FILL_SPAN, FILL_SINGLE_LINE, FILL_MULTI_LINE, FILL_EXPRESSION, FIL
 
 # Grammar-based level -> fill type; random kinds are their own level.
 LEVEL_TO_FILL = {"expression": FILL_EXPRESSION, "statement": FILL_STATEMENT, "block": FILL_BLOCK}
-
-
-class RecordError(ExecRepoBenchError, ValueError):
-    """A record that does not match the schema; the message names the record and the field."""
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Iterable, Iterator, Mapping
 
-from .record import ContextFile, RecordError, _feature_of, read_records
+from .errors import RecordError
+from .record import ContextFile, _feature_of, read_records
 from .schemes import ENV_KEY_SCHEMA
 
 ENV_KEY_CHARS = 24  # hex characters of the sha256 kept in a key (96 bits)

@@ -11,6 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable
 
+from .errors import UsageError
+
 DEFAULT_BATCH_ROWS = 100  # rows per row group: fixed, so the bytes do not depend on the writer's defaults
 
 
@@ -21,7 +23,7 @@ class ShardWriter:
         import pyarrow.parquet as pq
 
         if shard_rows < 1 or batch_rows < 1:
-            raise ValueError(f"shard_rows and batch_rows must be >= 1, got {shard_rows}, {batch_rows}")
+            raise UsageError(f"shard_rows and batch_rows must be >= 1, got {shard_rows}, {batch_rows}")
         self._pa, self._pq, self.schema = pa, pq, features.arrow_schema
         self.folder, self.shard_rows, self.batch_rows = Path(folder), shard_rows, min(shard_rows, batch_rows)
         self.name = name

@@ -17,22 +17,22 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from execrepobench_dataset.errors import HarnessFailure
 from execrepobench_dataset.load import OpenedDataset, open_dataset
 from execrepobench_dataset.record import Sample
 from execrepobench_dataset.repo_record import RepoRecord
 
 from .cutoff import apply_cutoff
 from .environments.measured import describe, measurements_for
-from .prepare import EnvironmentsMissing, PrepareConfig, ensure_prepared
+from .prepare import PrepareConfig, ensure_prepared
 from .environments.venvs import environment_record
+from .errors import EnvironmentsMissing, HarnessError, InputError
 from .execution.budget import budgets_for
 from .execution.engine import EngineConfig, judge_all, require_opt_in
 from .execution.evidence import default_root
 from .execution.executors.base import ExecutorConfig
 from .execution.executors.registry import open_executor, require_executor
 from .execution.verdict import REASONS, JudgeConfig
-from .inputs import SELECTIONS, InputError, check_inputs, check_prediction  # noqa: F401  (SELECTIONS: public here)
+from .inputs import SELECTIONS, check_inputs, check_prediction  # noqa: F401  (SELECTIONS: public here)
 from .options import EvaluationOptions, RuntimeOptions, from_kwargs
 from .scoring import edit_similarity, latex_row, summarize
 
@@ -47,21 +47,6 @@ def split_result(result: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]
     one row per completion, `sandbox`, `sandbox_note`, `executor`, `latex`, `artifacts_base`)."""
     return ({k: v for k, v in result.items() if k not in REPORT_KEYS},
             {k: result[k] for k in REPORT_KEYS if k in result})
-
-
-class HarnessError(HarnessFailure, RuntimeError):
-    """Some judgements failed for the harness's reasons, not the model's.  `.result` is the full
-    result of the evaluation (as `compute()` would return it), `.errors` its `error` rows."""
-
-    def __init__(self, result: dict[str, Any]) -> None:
-        self.result = result
-        self.errors = [d for d in result.get("details", []) if d.get("reason") == "error"]
-        first = self.errors[0] if self.errors else {}
-        super().__init__(f"{len(self.errors)} of {result.get('n_completions', '?')} judgement(s) failed for "
-                         f"the harness's reasons (not the model's); no score is reported. First: sample "
-                         f"{first.get('sample_id')}: {str(first.get('detail', '')).splitlines()[0][:300] if first else ''}"
-                         + (f" (evidence: {Path(result.get('artifacts_base', '.')) / first['artifacts']})"
-                            if first.get("artifacts") else ""))
 
 
 def samples_by_id(dataset: str | Path) -> dict[str, Sample]:

@@ -12,7 +12,8 @@ from typing import Sequence
 
 from execrepobench_dataset.record import Sample
 
-from .inputs import InputError, Problem
+from .errors import InputError
+from .inputs import Problem
 
 
 def check_cutoff(cutoff: object) -> str:

@@ -21,7 +21,8 @@ import datasets
 import evaluate
 
 from .api import compute, samples_by_id, split_result
-from .inputs import InputError, canonical_reference, check_inputs
+from .errors import InputError
+from .inputs import canonical_reference, check_inputs
 from .options import describe as describe_options
 
 CITATION = """\

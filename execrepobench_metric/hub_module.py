@@ -19,8 +19,9 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from execrepobench_dataset.errors import ExecRepoBenchError
 from execrepobench_dataset.version import __version__
+
+from .errors import MetricPublishError
 
 DEFAULT_NAME = "execrepobench"
 DISTRIBUTION = "execrepobench"
@@ -53,10 +54,6 @@ from evaluate.utils import launch_gradio_widget
 module = evaluate.load(str(Path(__file__).with_name("{name}.py")))
 launch_gradio_widget(module)
 '''
-
-
-class MetricPublishError(ExecRepoBenchError, ValueError):
-    """The metric folder could not be written or pushed; the message says why."""
 
 
 def check_name(name: str) -> str:

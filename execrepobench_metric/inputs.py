@@ -10,15 +10,15 @@ import dataclasses
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping
 
-from execrepobench_dataset.errors import ExecRepoBenchError
-from execrepobench_dataset.record import FILL_TYPES, OPTIONAL_ON_READ, RecordError, Sample
+from execrepobench_dataset.errors import RecordError
+from execrepobench_dataset.record import FILL_TYPES, OPTIONAL_ON_READ, Sample
 
+from .errors import InputError
 from .execution.pytest_run import PytestInvocation
 
 SELECTIONS = ("judged", "suite")
-MAX_LISTED = 20  # problems spelled out in the message; the rest are counted
 
 _FIELDS = {f.name: f for f in dataclasses.fields(Sample)}
 _REQUIRED = [name for name, f in _FIELDS.items() if f.default is dataclasses.MISSING and name not in OPTIONAL_ON_READ]
@@ -44,22 +44,6 @@ class Problem:
         if self.sample_id:
             where += f" (sample {self.sample_id})"
         return f"{where}, field {self.field}: {self.message}"
-
-
-class InputError(ExecRepoBenchError, ValueError):
-    """Bad predictions or references; `problems` names each item (index, sample id, field)."""
-
-    def __init__(self, message: str, problems: Sequence[Problem] = ()) -> None:
-        super().__init__(message)
-        self.problems = tuple(problems)
-
-    @classmethod
-    def of(cls, problems: Sequence[Problem]) -> "InputError":
-        lines = [str(p) for p in problems[:MAX_LISTED]]
-        if len(problems) > MAX_LISTED:
-            lines.append(f"... and {len(problems) - MAX_LISTED} more")
-        head = f"{len(problems)} invalid input(s), nothing was judged:"
-        return cls("\n  ".join([head, *lines]), problems)
 
 
 def _type_name(value: Any) -> str:

@@ -19,12 +19,9 @@ from typing import Any, Callable, Mapping
 
 from .cutoff import check_cutoff
 from .defaults import DEFAULT_TIMEOUT_S
+from .errors import InputError, UnknownOption
 from .execution.executors.base import EXECUTORS
-from .inputs import SELECTIONS, InputError, Problem, k_problem, selection_problem
-
-
-class UnknownOption(InputError, TypeError):
-    """A keyword argument that is no option; the message names it and lists the options."""
+from .inputs import SELECTIONS, Problem, k_problem, selection_problem
 
 
 def option(default: Any, doc: str, check: Callable[[str, Any], Any], *, flag: str | None = None,

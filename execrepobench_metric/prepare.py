@@ -18,27 +18,19 @@ from typing import Iterable, Sequence
 
 from tqdm import tqdm
 
-from execrepobench_dataset.errors import ExecRepoBenchError, UsageError
+from execrepobench_dataset.errors import UsageError
 from execrepobench_dataset.load import OpenedDataset, open_dataset
 from execrepobench_dataset.record import Sample
 from execrepobench_dataset.repo_record import RepoRecord
 
 from .environments.measured import keep as keep_measurements
 from .environments.venvs import find_environment
+from .errors import EnvironmentsMissing
 from .execution.readiness import PrepareConfig, RepoStatus, gold_check, prepare_repository  # noqa: F401 (public here)
 from .execution.sandbox import decide_isolation
 from .execution.verdict import JudgeConfig
 
 PREPARE_ENV_VAR = "EXECREPOBENCH_PREPARE"
-
-
-class EnvironmentsMissing(ExecRepoBenchError, RuntimeError):
-    """Samples whose environments are not in this cache; the message lists the repositories and the
-    `execrepobench prepare` command that makes them.  Nothing was judged."""
-
-    def __init__(self, message: str, repos: Sequence[str] = ()) -> None:
-        super().__init__(message)
-        self.repos = tuple(repos)
 
 
 def prepare_command(dataset: str | None, repos: Iterable[str]) -> str:

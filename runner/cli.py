@@ -18,9 +18,10 @@ from .cli_prepare import COMMANDS as PREPARE_COMMANDS
 
 USER_ERROR_EXIT = 2  # the user can act on it (bad input, a missing setup step): the message says what
 HARNESS_ERROR_EXIT = 3  # results were written, but some work failed for the harness's reasons
-# What every subcommand reports as the user's to fix: the project's own errors (`errors.ExecRepoBenchError`)
-# and the built-in ones the commands have always reported so (a file named on the command line, a bad value).
-USER_ERRORS = (ExecRepoBenchError, OSError, ValueError)
+# What every subcommand reports as the user's to fix: the project's own errors (the trees in each package's
+# errors.py).  Anything else (a ValueError, an OSError, ... from a bug) is a crash: `crash_report`, exit 3.
+USER_ERRORS = (ExecRepoBenchError,)
+CRASH_EXIT = HARNESS_ERROR_EXIT  # the harness's fault, never the user's: the traceback and where to report it
 DEFAULT_MANIFEST = Path("<the packaged default manifest>")  # `--manifest` given without a path
 # The options (execrepobench_metric/options.py) a command sets itself instead of by a flag: option -> how.
 EVALUATE_SETS: dict[str, str] = {}
@@ -168,9 +169,16 @@ def _run_evaluate(args: argparse.Namespace) -> int:
         preds = [null_fill(s) or "" for s in samples]
     else:
         by_id = {}
-        for n, line in enumerate(args.predictions.read_text(encoding="utf-8").splitlines(), 1):
+        try:
+            text = args.predictions.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise InputError(f"--predictions {args.predictions}: cannot read it ({exc})") from None
+        for n, line in enumerate(text.splitlines(), 1):
             if line.strip():
-                rec = json.loads(line)
+                try:
+                    rec = json.loads(line)
+                except ValueError:
+                    rec = None  # named below, as any line that is not such a record
                 if not isinstance(rec, dict) or not isinstance(rec.get("sample_id"), str) or "completion" not in rec:
                     raise InputError(f'{args.predictions}:{n}: expected {{"sample_id": str, "completion": str or '
                                      f'[str, ...]}}, got {line.strip()[:80]}')
@@ -297,6 +305,24 @@ def main(argv: list[str] | None = None) -> int:
     except USER_ERRORS as exc:  # the one place a user's error becomes its message and exit code 2
         print(f"error: {exc}", file=sys.stderr)
         return USER_ERROR_EXIT
+    except Exception:  # noqa: BLE001 - a bug: said as one, with what is needed to fix it
+        print(crash_report(argv if argv is not None else sys.argv[1:]), file=sys.stderr)
+        return CRASH_EXIT
+
+
+def crash_report(argv: list[str]) -> str:
+    """The traceback of the exception being handled, said to be a bug (not the user's mistake), with the
+    command and versions to report."""
+    import platform
+    import traceback
+
+    from execrepobench_dataset.version import __version__
+
+    return (f"{traceback.format_exc().rstrip()}\n\n"
+            "execrepobench crashed: this is a bug in execrepobench, not a mistake in what you gave it.\n"
+            "Please report it in the project's issue tracker with the traceback above and these lines:\n"
+            f"  command: execrepobench {' '.join(argv)}\n"
+            f"  execrepobench {__version__}, Python {platform.python_version()}, {platform.platform()}")
 
 
 if __name__ == "__main__":

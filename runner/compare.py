@@ -24,17 +24,15 @@ from pathlib import Path
 
 import numpy as np
 
-from execrepobench_dataset.errors import ExecRepoBenchError, UsageError
+from execrepobench_dataset.errors import UsageError
 from execrepobench_dataset.record import FILL_TYPES
+
+from .errors import CompareError
 
 DEFAULT_RESAMPLES = 10_000
 DEFAULT_SEED = 0
 MIN_RESAMPLES = 100
 CHUNK = 500  # bootstrap resamples drawn at once (bounded memory for large datasets)
-
-
-class CompareError(ExecRepoBenchError, ValueError):
-    """The run folders cannot be compared; the message names the folders and what to do."""
 
 
 @dataclass(frozen=True)

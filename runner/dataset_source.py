@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 from typing import Sequence
 
+from execrepobench_dataset.errors import UsageError
 from execrepobench_dataset.load import OpenedDataset
 from execrepobench_dataset.record import FILL_TYPES, Sample
 
@@ -18,7 +19,7 @@ def stratified_subset(samples: Sequence[Sample], limit: int | None) -> list[Samp
     if limit is None or limit >= len(samples):
         return list(samples)
     if limit < 1:
-        raise ValueError(f"--limit must be at least 1, got {limit}")
+        raise UsageError(f"--limit must be at least 1, got {limit}")
     by_fill: dict[str, list[Sample]] = {}
     for s in samples:
         by_fill.setdefault(s.fill_type, []).append(s)

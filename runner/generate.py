@@ -13,6 +13,7 @@ from execrepobench_dataset.errors import UsageError
 from execrepobench_dataset.record import Sample
 
 from .backends.base import Backend, Request
+from .errors import GenerationsMismatch
 from .postprocess import clean
 
 
@@ -27,10 +28,6 @@ class GenerateConfig:
 
 # What a line was generated with: a run resumes a file only if every line agrees with it on these
 SETTINGS = ("backend", "model", "template", "sampling", "n")
-
-
-class GenerationsMismatch(UsageError):
-    """The output folder holds completions made with other settings than this run's."""
 
 
 def done_ids(path: Path, settings: dict | None = None) -> set[str]:

@@ -30,6 +30,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Optional, Protocol, Sequence, Union
 
+from execrepobench_dataset.errors import UsageError
+
 from . import official_budget
 from .templates import SampleParts, Template, context_block, entry_text, get_template, render, render_entries
 
@@ -96,7 +98,7 @@ class Budget:
         if model_max is not None and model_max < max_tokens:  # eval.py: clamp, context to half
             max_tokens, max_context_tokens = model_max, min(max_context_tokens, model_max // 2)
         if not 0 < max_generation_tokens < max_tokens or max_context_tokens < 0:
-            raise ValueError(f"bad budgets: max_tokens={max_tokens} max_generation_tokens={max_generation_tokens} "
+            raise UsageError(f"bad budgets: max_tokens={max_tokens} max_generation_tokens={max_generation_tokens} "
                              f"max_context_tokens={max_context_tokens}")
         prompt = max_tokens - max_generation_tokens
         return cls(prompt=prompt, context=min(max_context_tokens, prompt), generation=max_generation_tokens)
@@ -212,12 +214,12 @@ def build_prompt(template: Union[str, Template], parts: SampleParts, tokenizer, 
         return _official_prompt(t, parts, tok, max_context_tokens, max_tokens, max_generation_tokens, model_max,
                                 order, reserve_tokens)
     if budget_rule not in (None, "ours"):
-        raise ValueError(f"unknown budget rule {budget_rule!r}; known: ours, official")
+        raise UsageError(f"unknown budget rule {budget_rule!r}; known: ours, official")
     budget = Budget.make(max_context_tokens, max_tokens, max_generation_tokens, model_max)
     bare = replace(parts, prefix="", suffix="", context=())
     overhead = _measure(tok, render(t, bare, order), t, reserve_tokens)
     if overhead > budget.prompt:
-        raise ValueError(f"template {t.name!r} needs {overhead} tokens before any code; prompt budget is {budget.prompt}")
+        raise UsageError(f"template {t.name!r} needs {overhead} tokens before any code; prompt budget is {budget.prompt}")
     kept, ctx_used, ctx_cut, dropped = fit_context(tok, t, parts, min(budget.context, budget.prompt - overhead))
     half = max(budget.prompt - overhead - ctx_used, 0) // 2
     prefix, suffix = keep_tail(tok, parts.prefix, half), keep_head(tok, parts.suffix, half)
@@ -237,7 +239,7 @@ def build_prompt(template: Union[str, Template], parts: SampleParts, tokenizer, 
             dropped += 1
             ctx_cut = False
         else:  # pragma: no cover - overhead alone was checked above
-            raise ValueError(f"prompt for template {t.name!r} does not fit {budget.prompt} tokens")
+            raise UsageError(f"prompt for template {t.name!r} does not fit {budget.prompt} tokens")
     ctx_tokens = sum(_count(tok, context_block(t, p, c, parts.repo_name)) for p, c in kept)
     return Prompt(rendered, n, t.name, budget, context_tokens=ctx_tokens, context_files=len(kept),
                   context_truncated=ctx_cut, files_dropped=dropped, prefix_truncated=prefix != parts.prefix,

@@ -23,7 +23,7 @@ import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from execrepobench_dataset.errors import HarnessFailure, UsageError
+from execrepobench_dataset.errors import UsageError
 from execrepobench_dataset.load import OpenedDataset, open_dataset
 from execrepobench_dataset.version import __version__
 from execrepobench_metric.api import HarnessError, compute_with
@@ -35,19 +35,12 @@ from execrepobench_metric.options import EvaluationOptions, RuntimeOptions
 
 from .backends.base import get_backend
 from .dataset_source import dataset_record, stratified_subset
+from .errors import BuildFailed, ModelNotFound
 from .generate import GenerateConfig, generate, read_generations
 from .report import table, write_error_results, write_results
 
 # engine settings of the model backends, recorded in metrics.json when given
 ENGINE_OPTIONS = ("max_model_len", "gpu_memory_utilization", "dtype", "tensor_parallel_size", "trust_remote_code")
-
-
-class BuildFailed(HarnessFailure, RuntimeError):
-    """Some repositories failed to build (harness errors); `.summary` says which and why."""
-
-    def __init__(self, summary: str) -> None:
-        super().__init__(summary)
-        self.summary = summary
 
 
 @dataclass(frozen=True)
@@ -169,9 +162,9 @@ def _prompting(config: RunConfig, options: dict):
     folder = resolve_model(options.get("tokenizer") or config.model, config.backend,
                            tokenizer_only=config.backend == "openai").path  # served elsewhere: no weights here
     if not (folder / "tokenizer.json").is_file():
-        raise FileNotFoundError(f"model {options.get('tokenizer') or config.model!r} ({folder}) has no tokenizer.json: "
-                                "prompts are fitted with the model's own tokenizer, so --model must be a model folder "
-                                "or Hub id with one (for --backend openai, serve the model under that name)")
+        raise ModelNotFound(f"model {options.get('tokenizer') or config.model!r} ({folder}) has no tokenizer.json: "
+                            "prompts are fitted with the model's own tokenizer, so --model must be a model folder "
+                            "or Hub id with one (for --backend openai, serve the model under that name)")
     options.setdefault("tokenizer", str(folder))  # openai: the special tokens sent as stop_token_ids
     tokenizer, model_max = load_tokenizer(folder), model_max_length(folder)
     if options.get("max_model_len"):  # the engine's context: prompts must fit it, not only the model's

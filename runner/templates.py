@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Iterable, Optional, Union
 
 from execrepobench_dataset.context import ranked_context
+from execrepobench_dataset.errors import UsageError
 from execrepobench_dataset.instruct_record import SYSTEM_PROMPT
 
 ORDERS = ("close", "far")
@@ -230,7 +231,7 @@ def get_template(name: Union[str, Template]) -> Template:
     if isinstance(name, Template):
         return name
     if name not in TEMPLATES:
-        raise ValueError(f"unknown template {name!r}; known: {', '.join(sorted(TEMPLATES))}")
+        raise UsageError(f"unknown template {name!r}; known: {', '.join(sorted(TEMPLATES))}")
     return TEMPLATES[name]
 
 
@@ -253,7 +254,7 @@ def eval_py_template(label: str) -> str:
     """The official template for one of eval.py's --model_name labels (e.g. "qwen2.5-coder-base-7B")."""
     found = next((t for sub, t in EVAL_PY_BRANCHES if sub in label), None)
     if found is None:
-        raise ValueError(f"eval.py has no prompt for model name {label!r} (its NotImplementedError)")
+        raise UsageError(f"eval.py has no prompt for model name {label!r} (its NotImplementedError)")
     return found
 
 
@@ -271,7 +272,7 @@ def ordered(context: Iterable[tuple[str, str]], order: str = "close") -> list[tu
     """Most relevant first in, rendering order out: `close` puts the most relevant file last (nearest
     the target file), `far` keeps it first."""
     if order not in ORDERS:
-        raise ValueError(f"unknown context order {order!r}; known: {', '.join(ORDERS)}")
+        raise UsageError(f"unknown context order {order!r}; known: {', '.join(ORDERS)}")
     items = [tuple(c) for c in context]
     return items[::-1] if order == "close" else items
 

@@ -72,7 +72,7 @@ def test_user_facing_errors_share_the_base_and_keep_their_builtin_one():
     from execrepobench_dataset.record import RecordError
     from execrepobench_metric.api import HarnessError
     from execrepobench_metric.execution.engine import ExecutionNotAllowed
-    from execrepobench_metric.execution.executors.base import ExecutorUnavailable
+    from execrepobench_metric.errors import ExecutorUnavailable
     from execrepobench_metric.hub_module import MetricPublishError
     from execrepobench_metric.inputs import InputError
     from execrepobench_metric.execution.sandbox import SandboxUnavailable

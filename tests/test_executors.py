@@ -15,7 +15,8 @@ from execrepobench_metric.environments.layout import CACHE_ENV_VAR, env_dir
 from execrepobench_metric.prepare import EnvironmentsMissing
 from execrepobench_metric.environments.sources import pack_path_snapshot, path_snapshot_dir, unpack_path_snapshot
 from execrepobench_metric.execution.evidence import pack_folder, unpack_folder
-from execrepobench_metric.execution.executors.base import Batch, ExecutorConfig, ExecutorUnavailable, split
+from execrepobench_metric.errors import ExecutorUnavailable
+from execrepobench_metric.execution.executors.base import Batch, ExecutorConfig, split
 from execrepobench_metric.execution.executors.local import LocalExecutor
 from execrepobench_metric.execution.executors.registry import open_executor, require_executor
 from test_inputs import MIDDLE, record

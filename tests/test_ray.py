@@ -196,7 +196,8 @@ def test_builder_verification_on_ray_keeps_the_same_samples(built_minirepo, clus
 
 
 def test_a_task_no_node_can_hold_is_refused_not_left_waiting(cluster):
-    from execrepobench_metric.execution.executors.base import ExecutorConfig, ExecutorUnavailable
+    from execrepobench_metric.errors import ExecutorUnavailable
+    from execrepobench_metric.execution.executors.base import ExecutorConfig
     from execrepobench_metric.execution.executors.registry import open_executor
     from execrepobench_metric.execution.limits import Limits
     from execrepobench_metric.execution.verdict import JudgeConfig

@@ -16,6 +16,7 @@ import re
 from pathlib import Path
 from typing import Iterator, Optional
 
+from execrepobench_dataset.errors import UsageError
 from execrepobench_dataset.instruct_record import SYSTEM_PROMPT, InstructRecord, Message
 from execrepobench_dataset.record import ContextFile, make_sample_id, read_jsonl
 from execrepobench_dataset.version import __version__
@@ -58,7 +59,7 @@ def render_user(context: list[ContextFile], prefix: str, suffix: str, budget_cha
       left out when not even its first line fits), and no file after it is added.
     """
     if budget_chars < 0:
-        raise ValueError(f"budget_chars must be >= 0, got {budget_chars}")
+        raise UsageError(f"budget_chars must be >= 0, got {budget_chars}")
     prefix, suffix = _fit_prefix_suffix(prefix, suffix, budget_chars)
     left = budget_chars - len(prefix) - len(suffix)
     parts = [CONTEXT_HEADER]

@@ -26,14 +26,16 @@ from typing import Optional
 
 from tqdm import tqdm
 
+from execrepobench_dataset.errors import UsageError
 from execrepobench_dataset.instruct_record import instruct_features
 from execrepobench_dataset.shards import ShardWriter
 from execrepobench_dataset.version import __version__
+from execrepobench_metric.errors import SourceError
 
 from ..pipeline import error_entry
 from ..sampling.masking import MaskConfig
 from ..sources.manifest import Manifest, RepoSpec
-from ..sources.sources import SourceError, fetch
+from ..sources.sources import fetch
 from . import instruct
 
 JSONL_NAME = "instruct.jsonl"
@@ -131,9 +133,9 @@ def build_instruct(manifest: Manifest, out: Path, *, benchmark_samples: Optional
     """Build Repo-Instruct for every repository of `manifest` (see the module doc); returns the report.
     Deterministic for the manifest's seed; re-running reuses every finished repository."""
     if shard_rows < 1:
-        raise ValueError(f"shard_rows must be >= 1, got {shard_rows}")
+        raise UsageError(f"shard_rows must be >= 1, got {shard_rows}")
     if budget_chars < 0:
-        raise ValueError(f"budget_chars must be >= 0, got {budget_chars}")
+        raise UsageError(f"budget_chars must be >= 0, got {budget_chars}")
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     bench = instruct.Benchmark(Path(benchmark_samples) if benchmark_samples is not None else None)

@@ -8,15 +8,11 @@ from pathlib import Path
 
 from packaging.utils import canonicalize_name
 
-from execrepobench_dataset.errors import ExecRepoBenchError
 
+from ..errors import CandidateError
 from ..sources.manifest import _NAME_RE
 
 CANDIDATES_FILE = Path(__file__).resolve().parent / "candidates.toml"
-
-
-class CandidateError(ExecRepoBenchError, ValueError):
-    """A candidate list that cannot be used; the message names the file, the entry and the field."""
 
 
 @dataclass(frozen=True)

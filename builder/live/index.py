@@ -29,22 +29,12 @@ from execrepobench_dataset.version import __version__
 from execrepobench_metric.defaults import INDEX_REQUEST_TIMEOUT_S
 from execrepobench_metric.environments.layout import cache_root
 
+from ..errors import IndexUnavailable, UnknownProject
+
 DEFAULT_INDEX_URL = "https://pypi.org/simple/"
 INDEX_URL_ENV = "EXECREPOBENCH_INDEX_URL"
 ACCEPT = "application/vnd.pypi.simple.v1+json"
 SDIST_SUFFIXES = (".tar.gz", ".zip")
-
-
-class IndexQueryError(RuntimeError):
-    """The index could not tell a project's releases; the message names the project and the index."""
-
-
-class UnknownProject(IndexQueryError):
-    """The index has no project of that name (HTTP 404)."""
-
-
-class IndexUnavailable(IndexQueryError):
-    """The index did not answer, or not in the JSON simple API with upload times."""
 
 
 def index_url(url: str | None = None) -> str:

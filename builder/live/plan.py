@@ -8,10 +8,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from execrepobench_metric.environments.sources import fetch_pypi
+from execrepobench_metric.errors import EnvError
 
-from ..preparation.lock import EnvError, resolve_lock
+from ..errors import NoTestsFound
+from ..preparation.lock import resolve_lock
 from ..preparation.testconfig import pytest_config
-from ..preparation.testlayout import TEST_DIRS, NoTestsFound, _walk, defines_tests, find_tests, modules_with_tests
+from ..preparation.testlayout import TEST_DIRS, _walk, defines_tests, find_tests, modules_with_tests
 from ..sampling.masking import candidate_files
 from ..sources.manifest import RepoSpec
 from .index import ProjectReleases, Release

@@ -20,25 +20,20 @@ from typing import Any, Mapping
 
 from tqdm import tqdm
 
-from execrepobench_dataset.errors import ExecRepoBenchError
 from execrepobench_metric.defaults import LIVE_BASELINE_TIMEOUT_S
-from execrepobench_metric.environments.sources import SourceError
+from execrepobench_metric.errors import SourceError
 
 from ..build import BuildConfig, build
+from ..errors import IndexQueryError, IndexUnavailable, LiveInputError, UnknownProject
 from ..sources.manifest import Manifest
 from .candidates import Candidate
-from .index import IndexClient, IndexQueryError, IndexUnavailable, UnknownProject
+from .index import IndexClient
 from .plan import ERROR, NO_RELEASE, NO_SAMPLE, NO_TESTS, OK, SUITE_FAILS, Planned, Releases, Skip, plan
 from .report import HOW_NEW, live_markdown, live_totals
 from .window import Window
 
 LIVE_REPORT = "live_report.json"
 INDEX_DOWN_AFTER = 3  # candidates in a row the index did not answer, none answered before: the index is down
-
-
-class LiveInputError(ExecRepoBenchError, ValueError):
-    """Bad input for a snapshot (an unknown project named on the command line, an index that does not answer);
-    nothing was built."""
 
 
 @dataclass(frozen=True)

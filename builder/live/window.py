@@ -10,11 +10,7 @@ import calendar
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta, timezone
 
-from execrepobench_dataset.errors import ExecRepoBenchError
-
-
-class WindowError(ExecRepoBenchError, ValueError):
-    """A window that cannot be used (a malformed or future date, an empty window)."""
+from ..errors import WindowError
 
 
 def parse_day(text: str, option: str) -> date:

@@ -19,15 +19,8 @@ from execrepobench_metric.environments.venvs import Environment
 from execrepobench_metric.execution.surface import (
     Isolation, Limits, PASSED, PytestInvocation, SKIPPED, protected_paths, run_command, run_pytest)
 
+from ..errors import BaselineError, CoverageError
 from ..sources.manifest import RepoSpec
-
-
-class BaselineError(RuntimeError):
-    """The suite cannot run at all; the message names the repository and the reason."""
-
-
-class CoverageError(BaselineError):
-    """The baseline's coverage run failed or wrote no coverage data."""
 
 
 @dataclass(frozen=True)

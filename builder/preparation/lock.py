@@ -22,7 +22,8 @@ from pathlib import Path
 
 from execrepobench_dataset.schemes import LOCK_SCHEMA
 from execrepobench_metric.environments.layout import cache_root
-from execrepobench_metric.environments.venvs import EnvError, interpreter_for, run_uv
+from execrepobench_metric.environments.venvs import interpreter_for, run_uv
+from execrepobench_metric.errors import EnvError
 
 __all__ = ["BASE_REQUIREMENTS", "EnvError", "detect_test_extras", "parse_compiled", "resolve_lock"]
 TEST_EXTRA_NAMES = ("test", "tests", "testing")

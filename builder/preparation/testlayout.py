@@ -17,6 +17,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..errors import NoTestsFound
 from .testconfig import read_toml
 
 SKIP_DIRS = frozenset({".git", ".hg", ".tox", ".nox", ".venv", "venv", "build", "dist", "node_modules",
@@ -26,10 +27,6 @@ ROOT_NAMES = ("tests.py", "test.py", "*_tests.py", "tests_*.py", "runtests.py")
 CANDIDATES_TRIED = ("pytest's defaults (test_*.py, *_test.py)", "configured testpaths / python_files",
                     *(f"{n} (root or package)" for n in ROOT_NAMES),
                     *(f"any .py file under {d}/" for d in TEST_DIRS))
-
-
-class NoTestsFound(RuntimeError):
-    """No tests anywhere we looked; the message lists the candidates tried."""
 
 
 @dataclass(frozen=True)

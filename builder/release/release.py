@@ -21,6 +21,7 @@ from typing import Callable, Optional
 
 from tqdm import tqdm
 
+from execrepobench_dataset.errors import UsageError
 from execrepobench_dataset.load import dataset_fingerprint, open_dataset
 from execrepobench_dataset.publish import publish
 from execrepobench_dataset.schemes import PUBLISH_CODE
@@ -93,7 +94,7 @@ def _stage_instruct(config: ReleaseConfig) -> dict:
     if config.instruct_only:
         unknown = sorted(set(config.instruct_only) - {r.name for r in manifest.repos})
         if unknown:
-            raise ValueError(f"--instruct-repo {', '.join(unknown)}: not in the instruct manifest")
+            raise UsageError(f"--instruct-repo {', '.join(unknown)}: not in the instruct manifest")
         manifest = replace(manifest, repos=tuple(r for r in manifest.repos if r.name in config.instruct_only))
     report = build_instruct(manifest, config.out / "instruct", progress=config.progress,
                             benchmark_samples=config.out / "build" / "samples.jsonl", budget_chars=config.budget_chars)

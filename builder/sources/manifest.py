@@ -17,7 +17,8 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
-from execrepobench_dataset.errors import ExecRepoBenchError
+from ..errors import ManifestError
+
 
 DEFAULT_SEED = 0
 DEFAULT_SAMPLES_PER_REPO = 24
@@ -34,10 +35,6 @@ _DEFAULT_KEYS = {"seed": int, "samples_per_repo": int, "python": str, "exclude_n
 _LIST_KEYS = ("extra_test_requires", "test_paths", "pytest_args", "exclude_tests")
 _REPO_KEYS = frozenset({"source", "sha256", "name", "python", "env", "samples_per_repo", "exclude_newer",
                         *_LIST_KEYS})
-
-
-class ManifestError(ExecRepoBenchError, ValueError):
-    """A manifest that cannot be used; the message names file, entry and key."""
 
 
 @dataclass(frozen=True)
@@ -97,26 +94,26 @@ def parse_source(source: str, base_dir: Path | None = None) -> SourceRef:
     """Parse a source spec; raises ValueError with the reason when malformed."""
     kind, sep, rest = source.partition(":")
     if not sep or kind not in ("pypi", "git", "path"):
-        raise ValueError(f"source {source!r} must start with 'pypi:', 'git:' or 'path:'")
+        raise ManifestError(f"source {source!r} must start with 'pypi:', 'git:' or 'path:'")
     if kind == "pypi":
         name, eq, version = rest.partition("==")
         if not eq or not _NAME_RE.match(name) or not _VERSION_RE.match(version):
-            raise ValueError(f"pypi source {source!r} must be exactly 'pypi:NAME==VERSION'")
+            raise ManifestError(f"pypi source {source!r} must be exactly 'pypi:NAME==VERSION'")
         return SourceRef("pypi", name, version=version)
     if kind == "git":
         url, at, commit = rest.rpartition("@")
         if not at or not url or not _COMMIT_RE.match(commit):
-            raise ValueError(f"git source {source!r} must be 'git:URL@COMMIT' with a 7-40 hex commit")
+            raise ManifestError(f"git source {source!r} must be 'git:URL@COMMIT' with a 7-40 hex commit")
         base = url.rstrip("/").rsplit("/", 1)[-1].rsplit(":", 1)[-1].removesuffix(".git")
         return SourceRef("git", base or "repo", url=url, commit=commit.lower())
     if not rest:
-        raise ValueError(f"path source {source!r} has no directory")
+        raise ManifestError(f"path source {source!r} has no directory")
     path = Path(rest).expanduser()
     if not path.is_absolute():
         path = (base_dir or Path.cwd()) / path
     path = path.resolve()
     if not path.is_dir():
-        raise ValueError(f"path source {source!r}: directory {path} does not exist")
+        raise ManifestError(f"path source {source!r}: directory {path} does not exist")
     return SourceRef("path", path.name, path=path)
 
 

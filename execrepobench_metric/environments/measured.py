@@ -13,8 +13,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Mapping, Sequence
 
+from execrepobench_dataset.errors import RecordError
 from execrepobench_dataset.measurements import Measurements
-from execrepobench_dataset.record import RecordError, Sample
+from execrepobench_dataset.record import Sample
 from execrepobench_metric.defaults import DEFAULT_TIMEOUT_S
 from execrepobench_metric.execution.budget import Budget
 

@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from execrepobench_metric.defaults import TOOL_TIMEOUT_S
+from execrepobench_metric.errors import SourceError
+
 from .layout import downloads_dir, sources_dir
 
 ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".zip")
@@ -31,10 +33,6 @@ PROJECT_FILES = ("pyproject.toml", "setup.py", "setup.cfg")
 _PYPI_RE = re.compile(r"^pypi:(?P<name>[^=#\s]+)==(?P<version>[^#\s]+)(?:#sha256=(?P<sha>[0-9a-fA-F]{64}))?$")
 _GIT_RE = re.compile(r"^git:(?P<url>.+)@(?P<commit>[0-9a-fA-F]{7,40})$")
 _PATH_RE = re.compile(r"^path:(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)#tree=(?P<tree>[0-9a-f]{64})$")
-
-
-class SourceError(RuntimeError):
-    """A source that cannot be fetched; the message names the repo and the reason."""
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,7 @@ from pathlib import Path
 
 from execrepobench_dataset.repo_record import RepoRecord, environment_key
 from execrepobench_dataset.schemes import ENV_JSON_SCHEMA
+from execrepobench_metric.errors import EnvError
 
 from .bytecode import compile_environment, is_compiled
 from execrepobench_metric.defaults import TOOL_TIMEOUT_S
@@ -34,10 +35,6 @@ from .layout import env_dir, envs_dir
 from .sources import fetch_pinned
 
 _HASH_OPT = re.compile(r"\s--hash=")
-
-
-class EnvError(RuntimeError):
-    """An environment could not be made; the message names the repository and the reason."""
 
 
 @dataclass(frozen=True)

@@ -23,11 +23,11 @@ from typing import Mapping, Sequence
 
 from tqdm import tqdm
 
-from execrepobench_dataset.errors import ExecRepoBenchError
 from execrepobench_dataset.record import Sample
 from execrepobench_dataset.repo_record import RepoRecord
 from execrepobench_dataset.schemes import JUDGEMENT_CODE
 from execrepobench_metric.environments.layout import cache_root
+from execrepobench_metric.errors import ExecutionNotAllowed
 
 from .budget import Budget
 from .evidence import EvidenceStore, pack_folder, unpack_folder
@@ -44,10 +44,6 @@ OPT_IN_MESSAGE = (
     f"environment variable {EXEC_ENV_VAR}=1 (or {HF_EXEC_ENV_VAR}=1, as for evaluate's code_eval) or the "
     "argument allow_exec=True (runs are sandboxed with bubblewrap: no network, read-only filesystem outside a "
     "private view).")
-
-
-class ExecutionNotAllowed(ExecRepoBenchError, RuntimeError):
-    pass
 
 
 @dataclass(frozen=True)

@@ -11,13 +11,11 @@ import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+from execrepobench_metric.errors import JunitError
+
 PASSED, FAILED, ERROR, SKIPPED = "passed", "failed", "error", "skipped"
 # When a test has several outcomes (e.g. a teardown error after a pass), the worst one wins.
 _SEVERITY = {PASSED: 0, SKIPPED: 1, FAILED: 2, ERROR: 3}
-
-
-class JunitError(ValueError):
-    """The report is missing, empty or not pytest junit XML."""
 
 
 def junit_key(nodeid: str) -> tuple[str, str]:

@@ -28,7 +28,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Mapping
 
-from execrepobench_dataset.errors import ExecRepoBenchError
+from execrepobench_metric.errors import SandboxUnavailable
 
 from .limits import Limits, PidsCgroup
 from .process import ProcessResult, run_command
@@ -61,10 +61,6 @@ class Isolation(str, Enum):
 
     def __str__(self) -> str:
         return self.value
-
-
-class SandboxUnavailable(ExecRepoBenchError, RuntimeError):
-    """Strong isolation is not possible here and the caller did not accept the weak mode."""
 
 
 @dataclass(frozen=True)

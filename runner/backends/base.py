@@ -6,6 +6,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
+from execrepobench_dataset.errors import UsageError
 from execrepobench_dataset.record import Sample
 
 
@@ -52,6 +53,6 @@ REGISTRY: dict[str, str] = {
 
 def get_backend(name: str, model: str | None = None, **options: Any) -> Backend:
     if name not in REGISTRY:
-        raise ValueError(f"unknown backend {name!r}; available: {', '.join(sorted(REGISTRY))}")
+        raise UsageError(f"unknown backend {name!r}; available: {', '.join(sorted(REGISTRY))}")
     module, _, cls = REGISTRY[name].partition(":")
     return getattr(importlib.import_module(module), cls)(model=model, **options)

@@ -23,18 +23,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
-from execrepobench_dataset.errors import ExecRepoBenchError
+from execrepobench_dataset.errors import UsageError
 
+from ..errors import BackendUnavailable
 from ..postprocess import cut_at_stop
 from .base import Backend, Generation, Request
 
 SETUP_HINT = ("run `bash scripts/setup-model-env.sh` and use the model environment "
               "(.venv-models/bin/execrepobench, .venv-models/bin/python)")
 DEFAULT_MAX_NEW_TOKENS = 512
-
-
-class BackendUnavailable(ExecRepoBenchError, ImportError):
-    """A model backend's Python package is not installed here; the message names it and the setup script."""
 
 
 def require(backend: str, *modules: str) -> None:
@@ -77,7 +74,7 @@ class SamplingOptions:
                    seed=pick("seed", 0, int), max_new_tokens=pick("max_new_tokens", DEFAULT_MAX_NEW_TOKENS, int),
                    stop=tuple(s for s in (options.get("stop") or ()) if s))
         if opts.temperature < 0 or not 0 < opts.top_p <= 1 or opts.max_new_tokens <= 0:
-            raise ValueError(f"bad sampling options: temperature={opts.temperature} top_p={opts.top_p} "
+            raise UsageError(f"bad sampling options: temperature={opts.temperature} top_p={opts.top_p} "
                              f"max_new_tokens={opts.max_new_tokens}")
         return opts
 

@@ -9,6 +9,10 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from execrepobench_dataset.errors import UsageError
+
+from ..errors import ModelNotFound
+
 HUB_ID_RE = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 
 
@@ -39,17 +43,17 @@ def _hub_snapshot(repo_id: str, backend: str, allow_patterns: tuple[str, ...] | 
                                                       allow_patterns=allow_patterns))
     except errors.LocalEntryNotFoundError:
         if constants.HF_HUB_OFFLINE:
-            raise FileNotFoundError(f"model {repo_id!r} (the {backend!r} backend) is not in the Hugging Face cache "
-                                    f"({constants.HF_HUB_CACHE}) and the Hub is offline (HF_HUB_OFFLINE=1): "
-                                    f"{fetch}") from None
+            raise ModelNotFound(f"model {repo_id!r} (the {backend!r} backend) is not in the Hugging Face cache "
+                                f"({constants.HF_HUB_CACHE}) and the Hub is offline (HF_HUB_OFFLINE=1): "
+                                f"{fetch}") from None
     try:
         return Path(huggingface_hub.snapshot_download(repo_id=repo_id, allow_patterns=allow_patterns))
     except errors.RepositoryNotFoundError:
-        raise FileNotFoundError(f"model {repo_id!r}: no such local folder, and no such model on the Hugging Face Hub "
-                                "(or it is gated or private: log in with `hf auth login`)") from None
+        raise ModelNotFound(f"model {repo_id!r}: no such local folder, and no such model on the Hugging Face Hub "
+                            "(or it is gated or private: log in with `hf auth login`)") from None
     except errors.LocalEntryNotFoundError:
-        raise FileNotFoundError(f"model {repo_id!r} is not in the Hugging Face cache ({constants.HF_HUB_CACHE}) and "
-                                f"the Hub cannot be reached: {fetch}") from None
+        raise ModelNotFound(f"model {repo_id!r} is not in the Hugging Face cache ({constants.HF_HUB_CACHE}) and "
+                            f"the Hub cannot be reached: {fetch}") from None
 
 
 def resolve_model(model: str | None, backend: str, tokenizer_only: bool = False) -> ResolvedModel:
@@ -57,16 +61,16 @@ def resolve_model(model: str | None, backend: str, tokenizer_only: bool = False)
     the Hub model id's snapshot in the Hugging Face cache (`tokenizer_only`: its TOKENIZER_FILES alone, for a
     model served elsewhere - no weights are downloaded)."""
     if not model:
-        raise ValueError(f"the {backend!r} backend needs --model: a local model folder (config.json, weights, "
+        raise UsageError(f"the {backend!r} backend needs --model: a local model folder (config.json, weights, "
                          "tokenizer) or a Hugging Face Hub model id (OWNER/NAME)")
     path = Path(model).expanduser()
     hub_id = commit = None
     if not path.is_dir():
         if not HUB_ID_RE.match(model) or model.startswith((".", "/", "~")):
-            raise FileNotFoundError(f"model folder {model!r} does not exist, and it is not a Hugging Face Hub model "
-                                    "id (OWNER/NAME)")
+            raise ModelNotFound(f"model folder {model!r} does not exist, and it is not a Hugging Face Hub model "
+                                "id (OWNER/NAME)")
         path, hub_id = _hub_snapshot(model, backend, TOKENIZER_FILES if tokenizer_only else None), model
         commit = path.name if path.parent.name == "snapshots" else None
     if not (path / "config.json").is_file():
-        raise FileNotFoundError(f"model {model!r} ({path}) has no config.json: not a Hugging Face model folder")
+        raise ModelNotFound(f"model {model!r} ({path}) has no config.json: not a Hugging Face model folder")
     return ResolvedModel(path, hub_id, commit)

@@ -34,16 +34,13 @@ from typing import Any, Sequence
 
 from execrepobench_metric.defaults import SERVER_REQUEST_TIMEOUT_S
 
+from ..errors import ServerError
 from .base import Backend, Generation, Request
 from ..postprocess import cut_at_stop
 from .hf import SamplingOptions, sample_seed
 
 DEFAULT_BASE_URL = "http://127.0.0.1:8000/v1"
 RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
-
-
-class ServerError(OSError):
-    """The server could not be reached, or answered with an error (an OSError: the CLI reports it cleanly)."""
 
 
 def _special_tokens(folder) -> dict[str, int]:

@@ -10,7 +10,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Sequence
 
-from execrepobench_dataset.errors import ExecRepoBenchError
+from execrepobench_dataset.errors import UsageError
 from execrepobench_dataset.record import Sample
 from execrepobench_dataset.repo_record import RepoRecord
 
@@ -18,10 +18,6 @@ from ..verdict import JudgeConfig
 
 EXECUTORS = ("local", "ray")
 RAY_EXTRA_HINT = "pip install 'execrepobench[ray]'"
-
-
-class ExecutorUnavailable(ExecRepoBenchError, RuntimeError):
-    """The executor asked for cannot run here (e.g. `ray` without the optional extra)."""
 
 
 @dataclass(frozen=True)
@@ -34,9 +30,9 @@ class ExecutorConfig:
 
     def __post_init__(self) -> None:
         if self.name not in EXECUTORS:
-            raise ValueError(f"executor {self.name!r}: expected one of {', '.join(EXECUTORS)}")
+            raise UsageError(f"executor {self.name!r}: expected one of {', '.join(EXECUTORS)}")
         if self.batch_size < 1 or self.gold_samples < 0 or self.max_retries < 0:
-            raise ValueError("executor: batch_size must be >= 1, gold_samples and max_retries >= 0")
+            raise UsageError("executor: batch_size must be >= 1, gold_samples and max_retries >= 0")
 
 
 @dataclass(frozen=True)

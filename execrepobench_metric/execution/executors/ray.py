@@ -31,13 +31,14 @@ from ray.exceptions import RayError
 
 from execrepobench_dataset.repo_record import RepoRecord
 from execrepobench_metric.environments.layout import cache_root
-from ..readiness import PrepareConfig, prepare_repository
 from execrepobench_metric.environments.sources import pack_path_snapshot, unpack_path_snapshot
 from execrepobench_metric.environments.venvs import find_environment
+from execrepobench_metric.errors import ExecutorUnavailable
 
+from ..readiness import PrepareConfig, prepare_repository
 from ..sandbox import Isolation, strong_available
 from ..verdict import JudgeConfig
-from .base import Batch, Done, Executor, ExecutorConfig, ExecutorUnavailable
+from .base import Batch, Done, Executor, ExecutorConfig
 
 _READY: dict[tuple, str] = {}  # per worker process: (job, env key, gold ids, isolation) -> "" or why not
 

@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import importlib.util
 
-from .base import RAY_EXTRA_HINT, Executor, ExecutorConfig, ExecutorUnavailable
+from execrepobench_metric.errors import ExecutorUnavailable
+
+from .base import RAY_EXTRA_HINT, Executor, ExecutorConfig
 
 
 def require_executor(config: ExecutorConfig) -> None:
