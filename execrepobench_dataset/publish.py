@@ -11,7 +11,6 @@ empty: `load_samples(..., materialise_context=True)` or `ranked_context` fill it
 config.  Nothing in the folder names a path of the machine that built it."""
 from __future__ import annotations
 
-import hashlib
 import re
 import shutil
 import tempfile
@@ -22,6 +21,7 @@ from typing import Callable
 from .card import licenses_file, render_card
 from .context import ContextResolver
 from .errors import PublishError
+from .files import file_sha256
 from .figures import markdown as charts_markdown, write_charts
 from .hub_parquet import write_split
 from .instruct_record import InstructRecord, instruct_features
@@ -91,7 +91,7 @@ def _inputs(samples_dir: Path, context: str) -> tuple[Path, list[dict], list[Rep
                                                        "repo_name"), repos_path)
     report_path = samples_path.parent / "build_report.json"
     report = read_json(report_path, ("builder_version", "seed", "manifest", "repos"))
-    if report.get("samples_fingerprint") not in (None, hashlib.sha256(samples_path.read_bytes()).hexdigest()):
+    if report.get("samples_fingerprint") not in (None, file_sha256(samples_path)):
         raise PublishError(f"{report_path}: samples_fingerprint does not match {samples_path} "
                            "(the report belongs to another build)")
     return samples_path, samples, records, report

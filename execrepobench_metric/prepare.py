@@ -26,7 +26,7 @@ from execrepobench_dataset.repo_record import RepoRecord
 from .environments.measured import keep as keep_measurements
 from .environments.venvs import find_environment
 from .errors import EnvironmentsMissing
-from .execution.readiness import PrepareConfig, RepoStatus, gold_check, prepare_repository  # noqa: F401 (public here)
+from .execution.readiness import PrepareConfig, RepoStatus, prepare_repository
 from .execution.sandbox import decide_isolation
 from .execution.verdict import JudgeConfig
 

@@ -12,7 +12,6 @@ by what they were resolved from (the date included).  The environment is then ma
 """
 from __future__ import annotations
 
-import configparser
 import hashlib
 import json
 import os
@@ -20,6 +19,7 @@ import tempfile
 import tomllib
 from pathlib import Path
 
+from execrepobench_dataset.files import read_ini
 from execrepobench_dataset.schemes import LOCK_SCHEMA
 from execrepobench_metric.environments.layout import cache_root
 from execrepobench_metric.environments.venvs import interpreter_for, run_uv
@@ -44,13 +44,9 @@ def detect_test_extras(root: Path) -> tuple[tuple[str, ...], tuple[str, ...]]:
         groups |= set(data.get("dependency-groups", {}) or {})
     setup_cfg = root / "setup.cfg"
     if setup_cfg.is_file():
-        parser = configparser.ConfigParser(interpolation=None)
-        try:
-            parser.read(setup_cfg, encoding="utf-8")
-            if parser.has_section("options.extras_require"):
-                extras |= set(parser.options("options.extras_require"))
-        except configparser.Error:
-            pass
+        parser = read_ini(setup_cfg)
+        if parser is not None and parser.has_section("options.extras_require"):
+            extras |= set(parser.options("options.extras_require"))
     pkg_info = root / "PKG-INFO"
     if pkg_info.is_file():
         for line in pkg_info.read_text(encoding="utf-8", errors="replace").splitlines():

@@ -17,12 +17,13 @@ what was overridden (`test_config`).
 """
 from __future__ import annotations
 
-import configparser
 import shlex
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
+
+from execrepobench_dataset.files import read_ini
 
 # option -> takes a value ("required", "optional" like pytest-cov's `--cov [SOURCE]`, or "none")
 _DROP = {
@@ -52,12 +53,8 @@ class TestConfig:
 
 
 def _ini_addopts(path: Path, section: str) -> str | None:
-    parser = configparser.ConfigParser(interpolation=None)
-    try:
-        parser.read(path, encoding="utf-8")
-    except (configparser.Error, UnicodeDecodeError):
-        return None
-    if not parser.has_section(section):
+    parser = read_ini(path)
+    if parser is None or not parser.has_section(section):
         return None
     return parser.get(section, "addopts", fallback="")
 
@@ -156,10 +153,8 @@ def coverage_settings(root: Path) -> dict[str, list[str]]:
         path = root / name
         if not path.is_file():
             continue
-        parser = configparser.ConfigParser(interpolation=None)
-        try:
-            parser.read(path, encoding="utf-8")
-        except (configparser.Error, UnicodeDecodeError):
+        parser = read_ini(path)
+        if parser is None:
             continue
         keys = {k for s in sections if parser.has_section(s) for k in parser.options(s)}
         keys |= {"fail_under"} if any(parser.has_option(s, "fail_under") for s in ("report", "coverage:report")

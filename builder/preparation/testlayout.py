@@ -11,11 +11,12 @@ reported (`test_layout`) and becomes the `test_paths` of the manifest entry the 
 from __future__ import annotations
 
 import ast
-import configparser
 import fnmatch
 import os
 from dataclasses import dataclass
 from pathlib import Path
+
+from execrepobench_dataset.files import read_ini
 
 from ..errors import NoTestsFound
 from .testconfig import read_toml
@@ -52,12 +53,8 @@ def _configured(root: Path) -> bool:
     """The repository tells pytest where or what its tests are (`testpaths`, `python_files`)."""
     for name, section in (("pytest.ini", "pytest"), (".pytest.ini", "pytest"), ("tox.ini", "pytest"),
                           ("setup.cfg", "tool:pytest")):
-        parser = configparser.ConfigParser(interpolation=None)
-        try:
-            parser.read(root / name, encoding="utf-8")
-        except (configparser.Error, UnicodeDecodeError):
-            continue
-        if parser.has_section(section) and (parser.has_option(section, "testpaths")
+        parser = read_ini(root / name)
+        if parser is not None and parser.has_section(section) and (parser.has_option(section, "testpaths")
                                             or parser.has_option(section, "python_files")):
             return True
     tool = read_toml(root / "pyproject.toml").get("tool", {}).get("pytest", {})

@@ -22,6 +22,7 @@ from typing import Callable, Optional
 from tqdm import tqdm
 
 from execrepobench_dataset.errors import UsageError
+from execrepobench_dataset.files import file_sha256
 from execrepobench_dataset.load import dataset_fingerprint, open_dataset
 from execrepobench_dataset.publish import publish
 from execrepobench_dataset.schemes import PUBLISH_CODE
@@ -59,12 +60,8 @@ def _folder_bytes(folder: Path) -> int:
 
 
 def _file_hash(path: Path) -> str:
-    digest = hashlib.sha256()
-    if path.is_file():
-        with open(path, "rb") as fh:
-            for block in iter(lambda: fh.read(1 << 20), b""):
-                digest.update(block)
-    return digest.hexdigest()
+    """The file's sha256; that of no bytes for a missing file."""
+    return file_sha256(path) if path.is_file() else hashlib.sha256().hexdigest()
 
 
 def _publish_inputs(config: ReleaseConfig) -> str:

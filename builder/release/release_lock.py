@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
+from execrepobench_dataset.files import file_sha256
 from execrepobench_dataset.load import OpenedDataset
 from execrepobench_dataset.record import Sample
 from execrepobench_dataset.schemes import RELEASE_LOCK_FORMAT, RELEASE_SCHEMES
@@ -39,7 +40,7 @@ def repo_digests(samples: Iterable[Sample]) -> dict[str, str]:
 
 
 def manifest_sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+    return file_sha256(path)
 
 
 def lock_of(opened: OpenedDataset, manifest: Path) -> dict:
@@ -47,8 +48,7 @@ def lock_of(opened: OpenedDataset, manifest: Path) -> dict:
     samples_file = opened.folder / "samples.jsonl"
     return {"format": RELEASE_LOCK_FORMAT, "manifest": manifest.name, "manifest_sha256": manifest_sha256(manifest),
             "scheme": scheme_id(), "fingerprint": opened.fingerprint,
-            "samples_jsonl_sha256": hashlib.sha256(samples_file.read_bytes()).hexdigest()
-            if samples_file.is_file() else None,
+            "samples_jsonl_sha256": file_sha256(samples_file) if samples_file.is_file() else None,
             "samples": len(opened.samples), "repos": repo_digests(opened.samples)}
 
 

@@ -23,6 +23,7 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from execrepobench_dataset.files import file_sha256
 from execrepobench_metric.defaults import TOOL_TIMEOUT_S
 from execrepobench_metric.errors import SourceError
 
@@ -41,14 +42,6 @@ class Source:
     version: str  # pypi version, git commit, or "local"
     source_hash: str  # sha256 of the sdist, the full commit id, or the tree hash
     root: Path  # the unpacked project root (holds setup.py / pyproject.toml / setup.cfg)
-
-
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def fetch_pinned(pinned: str, repo: str) -> Source:

@@ -14,17 +14,16 @@ local (it holds this machine's paths) and never published.
 from __future__ import annotations
 
 import dataclasses
-import fcntl
 import json
 import os
 import re
 import shutil
 import subprocess
 import sys
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from execrepobench_dataset.files import file_lock
 from execrepobench_dataset.repo_record import RepoRecord, environment_key
 from execrepobench_dataset.schemes import ENV_JSON_SCHEMA
 from execrepobench_metric.errors import EnvError
@@ -120,16 +119,9 @@ def environment_record(env_key: str) -> RepoRecord | None:
     return record if record.key_matches and record.env_key == env_key else None
 
 
-@contextmanager
 def _locked(key: str):
     """One maker per key across threads and processes (a second one waits, then finds it made)."""
-    envs_dir().mkdir(parents=True, exist_ok=True)
-    with open(envs_dir() / f".{key}.lock", "w") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
+    return file_lock(envs_dir() / f".{key}.lock")
 
 
 def check_freeze(record: RepoRecord, freeze: tuple[str, ...]) -> None:

@@ -20,15 +20,14 @@ rlimits still apply inside the task (Ray's resources are bookkeeping only).
 """
 from __future__ import annotations
 
-import fcntl
 import logging
-from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any, Callable, Iterator, Sequence
 
 import ray
 from ray.exceptions import RayError
 
+from execrepobench_dataset.files import file_lock
 from execrepobench_dataset.repo_record import RepoRecord
 from execrepobench_metric.environments.layout import cache_root
 from execrepobench_metric.environments.sources import pack_path_snapshot, unpack_path_snapshot
@@ -47,17 +46,9 @@ def node_name() -> str:
     return f"{ray.util.get_node_ip_address()}/{ray.get_runtime_context().get_node_id()[:8]}"
 
 
-@contextmanager
 def _node_lock(env_key: str):
     """One preparation of an environment per node at a time (tasks of a node share its cache)."""
-    folder = cache_root() / "prepared"
-    folder.mkdir(parents=True, exist_ok=True)
-    with open(folder / f".{env_key}.node.lock", "w") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
+    return file_lock(cache_root() / "prepared" / f".{env_key}.node.lock")
 
 
 def _prepare(batch: Batch, judge: JudgeConfig, snapshot: bytes | None) -> str:
