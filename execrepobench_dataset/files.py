@@ -1,12 +1,10 @@
 """Small file helpers every package shares (this is the ground floor: builder, metric and runner import it):
-a file's streaming sha256, an INI file read without failing, a lock file held across threads and processes,
-and the lazy import of a "module:Class" name."""
+a file's streaming sha256, an INI file read without failing, and a lock file held across threads and processes."""
 from __future__ import annotations
 
 import configparser
 import fcntl
 import hashlib
-import importlib
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
@@ -50,9 +48,3 @@ def file_lock(path: Path) -> Iterator[None]:
         finally:
             fcntl.flock(fh, fcntl.LOCK_UN)
 
-
-def import_named(target: str):
-    """The object a "module:name" string names, its module imported now (a registry's entries are imported
-    only when asked for, so a missing optional dependency breaks only its own entry)."""
-    module, _, name = target.partition(":")
-    return getattr(importlib.import_module(module), name)

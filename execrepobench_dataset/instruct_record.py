@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Iterator, Mapping
 
 from .errors import RecordError
-from .record import FILL_TYPES, read_records, write_jsonl
+from .record import FILL_TYPES, check_fields, read_records, write_jsonl
 
 SYSTEM_PROMPT = "You are a code completion assistant."
 ROLES = ("system", "user", "assistant")
@@ -54,10 +54,7 @@ class InstructRecord:
         where = data.get("record_id", "<no record_id>") if isinstance(data, Mapping) else "<not a mapping>"
         if not isinstance(data, Mapping):
             raise RecordError(f"instruct record {where}: expected a mapping")
-        names = {f.name for f in dataclasses.fields(cls)}
-        if set(data) != names:
-            raise RecordError(f"instruct record {where}: fields differ from the schema: "
-                              f"missing {sorted(names - set(data))}, unknown {sorted(set(data) - names)}")
+        check_fields(cls, data, f"instruct record {where}")  # every field: none has a default
         try:
             messages = tuple(Message(m["role"], m["content"]) for m in data["messages"])
         except (TypeError, KeyError) as exc:

@@ -101,17 +101,10 @@ class Sample:
         where = data.get("sample_id", "<no sample_id>") if isinstance(data, Mapping) else "<not a mapping>"
         if not isinstance(data, Mapping):
             raise RecordError(f"record {where}: expected a mapping, got {type(data).__name__}")
-        names = {f.name for f in dataclasses.fields(cls)}
-        required = {f.name for f in dataclasses.fields(cls) if f.default is dataclasses.MISSING} - OPTIONAL_ON_READ
-        missing = sorted(required - set(data))
-        if missing:
-            raise RecordError(f"record {where}: missing field(s) {', '.join(missing)}")
         # Budgets were once stored in the sample; they are measurements, not content, and live in the
         # repository's measurements now (execrepobench_dataset.measurements): old records' values are dropped.
+        check_fields(cls, data, f"record {where}", optional=OPTIONAL_ON_READ, ignored=LEGACY_MEASURED_FIELDS)
         data = {k: v for k, v in data.items() if k not in LEGACY_MEASURED_FIELDS}
-        unknown = sorted(set(data) - names)
-        if unknown:
-            raise RecordError(f"record {where}: unknown field(s) {', '.join(unknown)}")
         kwargs = dict(data)
         try:
             kwargs["context_code"] = tuple(
@@ -133,6 +126,20 @@ _LIST_FIELDS = ("test_command", "judged_tests", "excluded_tests", "guard_allowed
 _STR_FIELDS = ("sample_id", "repo_name", "repo_source", "file_name", "prefix_code", "middle_code",
                "suffix_code", "fill_type", "node_type", "env_key", "builder_version", "selection_rule",
                "release_date", "baseline_version", "baseline_date")
+
+
+def check_fields(cls, data: Mapping[str, Any], where: str, *, optional: Iterable[str] = (),
+                 ignored: Iterable[str] = ()) -> None:
+    """`data` has every field of the dataclass `cls` without a default (but those `optional`) and no other
+    (but those `ignored`); else RecordError naming `where` and the fields."""
+    fields = dataclasses.fields(cls)
+    required = {f.name for f in fields if f.default is dataclasses.MISSING}
+    missing = sorted(required - set(optional) - set(data))
+    if missing:
+        raise RecordError(f"{where}: missing field(s) {', '.join(missing)}")
+    unknown = sorted(set(data) - {f.name for f in fields} - set(ignored))
+    if unknown:
+        raise RecordError(f"{where}: unknown field(s) {', '.join(unknown)}")
 
 
 def validate(sample: Sample) -> None:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Iterator, Mapping
 
 from .errors import RecordError
-from .record import ContextFile, _feature_of, read_records
+from .record import ContextFile, _feature_of, check_fields, read_records
 from .schemes import ENV_KEY_SCHEMA
 
 ENV_KEY_CHARS = 24  # hex characters of the sha256 kept in a key (96 bits)
@@ -86,14 +86,7 @@ class RepoRecord:
         if not isinstance(data, Mapping):
             raise RecordError(f"repository record <not a mapping>: expected a mapping, got {type(data).__name__}")
         where = f"repository record {data.get('repo_name', '<no repo_name>')!r}"
-        names = {f.name for f in dataclasses.fields(cls)}
-        required = {f.name for f in dataclasses.fields(cls) if f.default is dataclasses.MISSING}
-        missing = sorted(required - set(data))
-        if missing:
-            raise RecordError(f"{where}: missing field(s) {', '.join(missing)}")
-        unknown = sorted(set(data) - names)
-        if unknown:
-            raise RecordError(f"{where}: unknown field(s) {', '.join(unknown)}")
+        check_fields(cls, data, where)
         kwargs = dict(data)
         for name in _LIST_FIELDS:
             if name in kwargs:

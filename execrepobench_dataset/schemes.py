@@ -108,7 +108,10 @@ class DerivedKey:
         return _key_value(self.modules, self.own_modules, self.resources)
 
 
-JUDGEMENT_CODE = DerivedKey(modules=("execrepobench_metric.execution.engine",),
+JUDGEMENT_CODE = DerivedKey(modules=("execrepobench_metric.execution.engine",
+                                     # the executors engine.py opens by name (executors/registry.py)
+                                     "execrepobench_metric.execution.executors.local",
+                                     "execrepobench_metric.execution.executors.ray"),
                             resources=(("execrepobench_metric.execution", "pytest_plugin/*.py"),))
 """The code a judgement runs (the engine, judge, run_plan, decide, sandbox, guard, budgets, ... and the pytest
 plugin inside the judged run); replaces the hand-bumped ENGINE_VERSION.  Cache only: part of every result-cache

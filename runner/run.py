@@ -105,14 +105,9 @@ def _build(config: RunConfig) -> Path:
 
 def _backend_class(backend: str):
     """The backend's class, read without making the backend (None for unknown names: get_backend says)."""
-    import importlib
-
     from .backends.base import REGISTRY
 
-    if backend not in REGISTRY:
-        return None
-    module, _, cls = REGISTRY[backend].partition(":")
-    return getattr(importlib.import_module(module), cls)
+    return REGISTRY.load(backend) if backend in REGISTRY else None
 
 
 def _needs_prompt(backend: str) -> bool:

@@ -1,13 +1,13 @@
-"""The backend interface and a lazy registry (name -> "module:Class", imported on first use)."""
+"""The backend interface and a lazy registry (name -> "module:Class", imported on first use:
+`execrepobench_dataset.registry`, the executors' style too)."""
 from __future__ import annotations
 
-import importlib
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from execrepobench_dataset.errors import UsageError
 from execrepobench_dataset.record import Sample
+from execrepobench_dataset.registry import LazyRegistry
 
 
 @dataclass(frozen=True)
@@ -41,18 +41,16 @@ class Backend(ABC):
 
 # name -> "module:Class"; modules are imported only when their backend is asked for, so a missing
 # optional dependency (vllm, torch, an HTTP client) never breaks the others.
-REGISTRY: dict[str, str] = {
+REGISTRY = LazyRegistry("backend", {
     "baseline": "execrepobench.runner.backends.baseline:BaselineBackend",
     "oracle": "execrepobench.runner.backends.reference:OracleBackend",
     "null": "execrepobench.runner.backends.reference:NullBackend",
     "transformers": "execrepobench.runner.backends.hf:TransformersBackend",
     "vllm": "execrepobench.runner.backends.vllm_backend:VLLMBackend",
     "openai": "execrepobench.runner.backends.openai_backend:OpenAIBackend",
-}
+})
 
 
 def get_backend(name: str, model: str | None = None, **options: Any) -> Backend:
-    if name not in REGISTRY:
-        raise UsageError(f"unknown backend {name!r}; available: {', '.join(sorted(REGISTRY))}")
-    module, _, cls = REGISTRY[name].partition(":")
-    return getattr(importlib.import_module(module), cls)(model=model, **options)
+    """The backend `name` (an unknown name: `UsageError` listing the known ones), made with `model` and `options`."""
+    return REGISTRY.load(name)(model=model, **options)

@@ -78,6 +78,11 @@ class Executor(ABC):
     def __init__(self) -> None:
         self.tally = Tally()
 
+    @classmethod
+    @abstractmethod
+    def open(cls, config: "ExecutorConfig", workers: int) -> "Executor":
+        """The executor `config` names, ready (connected, for Ray); `workers`: a local pool's size."""
+
     @abstractmethod
     def map(self, fn: Callable[[Any], Any], batches: Sequence[Batch], judge: JudgeConfig) -> Iterator[Done]:
         """fn(item) for every item of every batch, yielded as each lands (any order), exactly once.

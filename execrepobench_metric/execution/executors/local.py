@@ -10,7 +10,7 @@ from itertools import islice
 from typing import Any, Callable, Iterator, Sequence
 
 from ..verdict import JudgeConfig
-from .base import Batch, Done, Executor
+from .base import Batch, Done, Executor, ExecutorConfig
 
 NODE = "local"
 
@@ -22,6 +22,10 @@ class LocalExecutor(Executor):
     def __init__(self, workers: int) -> None:
         super().__init__()
         self.parallelism = max(1, workers)
+
+    @classmethod
+    def open(cls, config: ExecutorConfig, workers: int) -> "LocalExecutor":
+        return cls(workers)
 
     def map(self, fn: Callable[[Any], Any], batches: Sequence[Batch],
             judge: JudgeConfig | None = None) -> Iterator[Done]:

@@ -112,6 +112,10 @@ class RayExecutor(Executor):
                                           f": {exc}") from None
         self.parallelism = max(1, int(ray.cluster_resources().get("CPU", 0)))
 
+    @classmethod
+    def open(cls, config: ExecutorConfig, workers: int) -> "RayExecutor":
+        return cls(config)  # the cluster's CPUs, not `workers`, say how many items run at once
+
     def _check_fits(self, judge: JudgeConfig) -> None:
         """A task no node can hold would wait forever: say so instead."""
         alive = [n.get("Resources", {}) for n in ray.nodes() if n.get("Alive")]
