@@ -4,7 +4,6 @@ folders, path snapshots).  The Ray executor itself runs on a real local cluster 
 import json
 import sys
 import threading
-import time
 
 import pytest
 
@@ -41,10 +40,12 @@ def test_executor_config_is_checked():
 
 def test_local_executor_runs_every_item_once_in_parallel_and_an_exception_is_its_items_error():
     started = []
+    first_three = threading.Barrier(3, timeout=60)  # the first three wait for one another (timeout: no hang)
 
     def fn(x):
         started.append((x, threading.get_ident()))
-        time.sleep(0.05)
+        if x < 3:
+            first_three.wait()
         if x == 3:
             raise OSError("disk full")
         return x * 10
@@ -57,8 +58,8 @@ def test_local_executor_runs_every_item_once_in_parallel_and_an_exception_is_its
     assert {d.item: d.value for d in done if not d.error} == {0: 0, 1: 10, 2: 20, 4: 40, 5: 50, 6: 60}
     (failed,) = [d for d in done if d.error]
     assert failed.item == 3 and failed.value is None and failed.error == "OSError: disk full"
-    assert [x for x, _ in started[:3]] == [0, 1, 2]  # submitted in order: a repository's items together
-    assert len({t for _, t in started}) > 1  # ran on several threads
+    assert sorted(x for x, _ in started[:3]) == [0, 1, 2]  # submitted in order: a repository's items together
+    assert len({t for x, t in started if x < 3}) == 3  # ran on three threads at once (the barrier let them go)
     assert report == {"executor": "local", "parallelism": 3, "items_per_node": {"local": 7},
                       "errors_per_node": {"local": 1}, "environments_per_node": {}}
 
