@@ -299,6 +299,7 @@ def main(argv: list[str] | None = None) -> int:
         add(sub.add_parser(name, help=help_text, description=help_text))
     args = parser.parse_args(argv)
     try:
+        _check_out(args)
         return COMMANDS[args.command][2](args)
     except HarnessFailure:  # the command wrote what it could and printed what failed
         return HARNESS_ERROR_EXIT
@@ -308,6 +309,13 @@ def main(argv: list[str] | None = None) -> int:
     except Exception:  # noqa: BLE001 - a bug: said as one, with what is needed to fix it
         print(crash_report(argv if argv is not None else sys.argv[1:]), file=sys.stderr)
         return CRASH_EXIT
+
+
+def _check_out(args: argparse.Namespace) -> None:
+    """Every command's --out is a folder (made if missing): an existing file there is the user's to fix."""
+    out = getattr(args, "out", None)
+    if isinstance(out, Path) and out.exists() and not out.is_dir():
+        raise UsageError(f"--out {out}: a file, not a folder; --out must be a folder (it is made if missing)")
 
 
 def crash_report(argv: list[str]) -> str:

@@ -102,3 +102,16 @@ def test_a_bug_is_a_crash_report_not_the_users_error(bug, monkeypatch, capsys, t
     assert "Traceback (most recent call last)" in err and f"{type(bug).__name__}" in err and "in broken" in err
     assert "this is a bug in execrepobench" in err and "report it" in err and "command: execrepobench compare" in err
     assert not err.startswith("error: ")
+
+
+def test_user_mistakes_that_were_builtin_errors_exit_2(tmp_path, capsys):
+    """Once OSErrors: an --out that is a file, a --benchmark-samples that does not exist."""
+    (tmp_path / "afile").write_text("")
+    manifest = str(tmp_path / "m.toml")
+    (tmp_path / "m.toml").write_text("")
+    for args, said in ((["build", "--manifest", manifest, "--out", str(tmp_path / "afile")], "a file, not a folder"),
+                       (["instruct", "--manifest", manifest, "--out", str(tmp_path / "o"), "--benchmark-samples",
+                         str(tmp_path / "none.jsonl")], "--benchmark-samples")):
+        assert main(args) == USER_ERROR_EXIT
+        err = capsys.readouterr().err
+        assert err.startswith("error: ") and said in err and "Traceback" not in err

@@ -131,6 +131,8 @@ class Benchmark:
         self.path = samples_path
         self.names, self.sources, self.hashes, self.middles = set(), set(), set(), set()
         self.samples = 0  # benchmark samples read
+        if samples_path is not None and not Path(samples_path).is_file():
+            raise UsageError(f"--benchmark-samples {samples_path}: no such file (the benchmark's samples.jsonl)")
         for s in read_jsonl(samples_path) if samples_path is not None else ():
             self.samples += 1
             name, digest = _source_identity(s.repo_source)
