@@ -223,8 +223,11 @@ def push_to_hub(folder: Path, repo_id: str, *, private: bool = False, revision: 
     if not token:
         raise PublishError("no Hugging Face token: log in with `hf auth login` or set HF_TOKEN")
     api = api if api is not None else huggingface_hub.HfApi(token=token)
-    api.create_repo(repo_id, repo_type="dataset", private=private, exist_ok=True, token=token)
-    if revision and revision != "main":
-        api.create_branch(repo_id, branch=revision, repo_type="dataset", exist_ok=True, token=token)
-    return api.upload_folder(folder_path=str(folder), repo_id=repo_id, repo_type="dataset", revision=revision,
-                             commit_message=commit_message or "Publish ExecRepoBench", token=token)
+    try:  # the Hub's refusals (HTTP errors) and an unreachable Hub are OSErrors: the user's to fix, not a bug
+        api.create_repo(repo_id, repo_type="dataset", private=private, exist_ok=True, token=token)
+        if revision and revision != "main":
+            api.create_branch(repo_id, branch=revision, repo_type="dataset", exist_ok=True, token=token)
+        return api.upload_folder(folder_path=str(folder), repo_id=repo_id, repo_type="dataset", revision=revision,
+                                 commit_message=commit_message or "Publish ExecRepoBench", token=token)
+    except OSError as exc:
+        raise PublishError(f"pushing {folder} to the Hub dataset {repo_id!r} failed: {exc}") from exc

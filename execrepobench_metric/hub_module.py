@@ -156,6 +156,9 @@ def push_metric(folder: Path, repo_id: str, *, private: bool = False, token: str
     if not token:
         raise MetricPublishError("no Hugging Face token: log in with `hf auth login` or set HF_TOKEN")
     api = api if api is not None else huggingface_hub.HfApi(token=token)
-    api.create_repo(repo_id, repo_type="space", space_sdk="gradio", private=private, exist_ok=True, token=token)
-    return api.upload_folder(folder_path=str(folder), repo_id=repo_id, repo_type="space",
-                             commit_message=commit_message or "Publish the ExecRepoBench metric", token=token)
+    try:  # the Hub's refusals (HTTP errors) and an unreachable Hub are OSErrors: the user's to fix, not a bug
+        api.create_repo(repo_id, repo_type="space", space_sdk="gradio", private=private, exist_ok=True, token=token)
+        return api.upload_folder(folder_path=str(folder), repo_id=repo_id, repo_type="space",
+                                 commit_message=commit_message or "Publish the ExecRepoBench metric", token=token)
+    except OSError as exc:
+        raise MetricPublishError(f"pushing {folder} to the Hub Space {repo_id!r} failed: {exc}") from exc

@@ -115,3 +115,25 @@ def test_user_mistakes_that_were_builtin_errors_exit_2(tmp_path, capsys):
         assert main(args) == USER_ERROR_EXIT
         err = capsys.readouterr().err
         assert err.startswith("error: ") and said in err and "Traceback" not in err
+
+
+def test_a_hub_refusal_is_the_users_error_not_a_crash(tmp_path):
+    """The Hub's HTTP errors are OSErrors: a push they stop is a PublishError / MetricPublishError (exit 2)."""
+    from execrepobench_dataset.errors import PublishError
+    from execrepobench_dataset.publish import push_to_hub
+    from execrepobench_metric.errors import MetricPublishError
+    from execrepobench_metric.hub_module import push_metric
+
+    class Refusing:
+        def create_repo(self, *args, **kwargs):
+            raise OSError("403 Forbidden: you cannot write to me/x")
+
+    (tmp_path / "ds" / "data").mkdir(parents=True)
+    (tmp_path / "ds" / "README.md").write_text("card")
+    with pytest.raises(PublishError, match="403 Forbidden"):
+        push_to_hub(tmp_path / "ds", "me/x", token="t", api=Refusing())
+    (tmp_path / "m").mkdir()
+    (tmp_path / "m" / "x.py").write_text("")
+    (tmp_path / "m" / "README.md").write_text("")
+    with pytest.raises(MetricPublishError, match="403 Forbidden"):
+        push_metric(tmp_path / "m", "me/x", token="t", api=Refusing())
