@@ -30,9 +30,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from execrepobench_dataset.load import open_dataset
-from execrepobench_metric.environments.measured import describe, measurements_for
+from execrepobench_metric.environments.measured import measurements_for
 from execrepobench_metric.environments.venvs import find_environment
-from execrepobench_metric.execution.budget import budgets_for
+from execrepobench_metric.execution.budget import budgets_for, describe
 from execrepobench_metric.execution.judge import judge
 from execrepobench_metric.execution.process import run_command
 from execrepobench_metric.execution.pytest_run import PytestInvocation, clean_env

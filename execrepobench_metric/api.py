@@ -22,11 +22,11 @@ from execrepobench_dataset.record import Sample
 from execrepobench_dataset.repo_record import RepoRecord
 
 from .cutoff import apply_cutoff
-from .environments.measured import describe, measurements_for
+from .environments.measured import measurements_for
 from .prepare import PrepareConfig, ensure_prepared
 from .environments.venvs import environment_record
 from .errors import EnvironmentsMissing, HarnessError, InputError
-from .execution.budget import budgets_for
+from .execution.budget import budgets_for, describe
 from .execution.engine import EngineConfig, judge_all, require_opt_in
 from .execution.evidence import default_root
 from .execution.executors.base import ExecutorConfig

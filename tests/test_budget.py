@@ -13,7 +13,7 @@ from execrepobench_dataset.measurements import Measurements, SampleTiming
 from execrepobench_dataset.record import FILL_BLOCK, FILL_EXPRESSION, FILL_STATEMENT, RecordError, Sample
 from execrepobench_dataset.schemes import MEASUREMENTS_SCHEME
 from execrepobench_metric.execution import budget as budget_module
-from execrepobench_metric.environments.measured import describe
+from execrepobench_metric.execution.budget import describe
 from execrepobench_metric.execution.budget import (BUDGET_FACTOR, BUDGET_FLOOR_S, DEFAULT_TIMEOUT_S, PHASE_FACTOR,
                                                    PHASE_FLOOR_S, TEST_FACTOR, TEST_FLOOR_S, WALL_FLOOR_S, Budget,
                                                    budgets_for, measured_budget, out_of_budget, per_test_budget,

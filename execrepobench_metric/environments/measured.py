@@ -3,7 +3,8 @@
 From the dataset being judged (`measurements.jsonl` of a builder folder, a published folder or a Hub
 snapshot), else from this cache: the builder and `prepare` keep each repository's measurements beside
 its environment (`MEASURED_DIR/<env key>.json`), so judging samples by record finds them too.  A sample
-whose repository has none is judged with the default timeout, and the result says so (`describe`).
+whose repository has none is judged with the default timeout, and the result says so
+(`execution.budget.describe`).
 """
 from __future__ import annotations
 
@@ -16,8 +17,6 @@ from typing import Mapping, Sequence
 from execrepobench_dataset.errors import RecordError
 from execrepobench_dataset.measurements import Measurements
 from execrepobench_dataset.record import Sample
-from execrepobench_metric.defaults import DEFAULT_TIMEOUT_S
-from execrepobench_metric.execution.budget import Budget
 
 from .layout import cache_root
 
@@ -54,18 +53,3 @@ def measurements_for(samples: Sequence[Sample], shipped: Mapping[str, Measuremen
         if key not in shipped and (found := cached(key)) is not None:
             shipped[key] = found
     return shipped
-
-
-def describe(samples: Sequence[Sample], budgets: Mapping[str, Budget], timeout_s: float | None) -> dict:
-    """What the evaluation's runs were limited by, for its output: never a silent default."""
-    if timeout_s is not None:
-        return {"rule": f"explicit timeout: {timeout_s:g} wall-clock seconds per run", "measured": 0,
-                "default_timeout": 0, "explicit_timeout": len(samples)}
-    measured = sum(1 for s in samples if s.sample_id in budgets)
-    scales = sorted({b.scale for b in budgets.values()})
-    rule = (f"CPU budgets from the build's measurements (x{'/'.join(f'{k:g}' for k in scales)} for this machine)"
-            if measured else "")
-    if measured < len(samples):
-        rule = (rule + "; " if rule else "") + (f"{len(samples) - measured} sample(s) without measurements: the "
-                                                f"default timeout of {DEFAULT_TIMEOUT_S:g} wall-clock seconds")
-    return {"rule": rule, "measured": measured, "default_timeout": len(samples) - measured, "explicit_timeout": 0}

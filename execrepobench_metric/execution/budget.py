@@ -31,6 +31,7 @@ from dataclasses import dataclass, replace
 from typing import Mapping, Sequence
 
 from execrepobench_dataset.measurements import Measurements
+from execrepobench_dataset.record import Sample
 
 from .calibration import calibration_s
 from execrepobench_metric.defaults import DEFAULT_TIMEOUT_S
@@ -143,3 +144,18 @@ def run_limits(budget: Budget | None, timeout_s: float | None, limits: Limits) -
 def out_of_budget(returncode: int | None, budget_applied: bool) -> bool:
     """The run was stopped because it used up its CPU budget."""
     return budget_applied and returncode in CPU_BUDGET_EXIT_CODES
+
+
+def describe(samples: Sequence[Sample], budgets: Mapping[str, Budget], timeout_s: float | None) -> dict:
+    """What the evaluation's runs were limited by, for its output: never a silent default."""
+    if timeout_s is not None:
+        return {"rule": f"explicit timeout: {timeout_s:g} wall-clock seconds per run", "measured": 0,
+                "default_timeout": 0, "explicit_timeout": len(samples)}
+    measured = sum(1 for s in samples if s.sample_id in budgets)
+    scales = sorted({b.scale for b in budgets.values()})
+    rule = (f"CPU budgets from the build's measurements (x{'/'.join(f'{k:g}' for k in scales)} for this machine)"
+            if measured else "")
+    if measured < len(samples):
+        rule = (rule + "; " if rule else "") + (f"{len(samples) - measured} sample(s) without measurements: the "
+                                                f"default timeout of {DEFAULT_TIMEOUT_S:g} wall-clock seconds")
+    return {"rule": rule, "measured": measured, "default_timeout": len(samples) - measured, "explicit_timeout": 0}
