@@ -88,7 +88,7 @@ Examples:
     >>> normalize_predictions(["x = 1", 42])
     Traceback (most recent call last):
     ...
-    execrepobench_metric.inputs.InputError: 1 invalid input(s), nothing was judged:
+    execrepobench_metric.errors.InputError: 1 invalid input(s), nothing was judged:
       prediction 1, field predictions: expected a string or a non-empty list of strings, got int
 """
 
