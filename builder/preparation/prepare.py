@@ -18,6 +18,7 @@ from ..sources.manifest import RepoSpec
 from ..sources.sources import FetchedSource
 from .baseline import Baseline, run_baseline, top_level_modules
 from .coverage import CoverageMap
+from .inference import infer_test_requirements
 from .lock import resolve_lock
 from .records import draft_record, final_record
 from .testconfig import neutralise
@@ -50,6 +51,11 @@ def prepare(spec: RepoSpec, fetched: FetchedSource, python: str | None, *, runs:
     overriding arguments."""
     t0 = time.monotonic()
     version = python_version(spec, python)
+    inferred = None
+    if spec.infer_requirements:  # the entry names no test requirements: the one inference (build, live, release)
+        inferred = infer_test_requirements(spec.name, fetched.source_hash, fetched.root, version,
+                                           tuple(spec.test_paths), spec.exclude_newer)
+        spec = replace(spec, extra_test_requires=inferred.requires)
     lock = resolve_lock(spec.name, fetched.source_hash, fetched.root, version, spec.extra_test_requires,
                         exclude_newer=spec.exclude_newer)
     env = ensure_environment(draft_record(spec, fetched, version, lock, samples_per_repo))
@@ -68,7 +74,9 @@ def prepare(spec: RepoSpec, fetched: FetchedSource, python: str | None, *, runs:
     coverage = CoverageMap.from_data_file(coverage_data, fetched.root) if coverage_data is not None else None
     # the editable install's line names this machine's cache: the report names the pinned source instead
     freeze = [f"-e {draft.repo_source}" if line.startswith("-e ") else line for line in env.freeze]
+    requirements = inferred.report() if inferred else {"source": "manifest", "added": list(spec.extra_test_requires)}
     report = {"env_key": env.key, "environment": {"python": version, "lock_lines": len(lock), "freeze": freeze},
+              "requirements": requirements,
               "isolation": str(isolation), "test_layout": layout.report(), "test_config": overrides.report,
               "baseline": baseline.summary(), "manifest_entry": draft.manifest_entry}
     parts = baseline.timings
