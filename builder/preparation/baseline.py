@@ -27,7 +27,21 @@ from ..sources.manifest import RepoSpec
 
 
 class BaselineError(RuntimeError):
-    """The suite cannot run at all; the message names the repository and the reason."""
+    """The suite cannot run at all; the message names the repository and the reason and ends with the tail of
+    pytest's output.  `output`: that output's tail, for the repairs (`heal.py`) to read."""
+
+    def __init__(self, message: str, output: str = "") -> None:
+        super().__init__(message)
+        self.output = output
+
+
+def full_output(result) -> str:
+    return result.process.stdout_tail + "\n" + result.process.stderr_tail
+
+
+def output_tail(result, lines: int = 12) -> str:
+    """The last lines of a pytest run's stdout and stderr (what says why it failed)."""
+    return "\n".join((result.process.stdout_tail + "\n" + result.process.stderr_tail).strip().splitlines()[-lines:])
 
 
 class CoverageError(BaselineError):
@@ -150,9 +164,10 @@ def run_baseline(repo: str, env: Environment, root: Path, spec: RepoSpec, module
     for i, (one, result) in enumerate(sorted(zip(planned, results), key=lambda p: p[0].coverage_data is not None)):
         what = "coverage run" if one.coverage_data is not None else f"baseline run {i + 1}"
         if result.error or (one.coverage_data is not None and not one.coverage_data.exists()):
-            tail = (result.process.stdout_tail + result.process.stderr_tail).strip().splitlines()[-5:]
+            tail = output_tail(result, 40)
             error = CoverageError if one.coverage_data is not None else BaselineError
-            raise error(f"{repo}: {what} failed: {result.error or 'no coverage data'}: " + " | ".join(tail))
+            raise error(f"{repo}: {what} failed: {result.error or 'no coverage data'}: "
+                        + " | ".join(tail.splitlines()[-8:]), full_output(result))
         per_run.append(result.outcomes)
         if one.coverage_data is not None:
             continue  # coverage.py slows a run: its times would inflate every estimate
@@ -175,7 +190,9 @@ def run_baseline(repo: str, env: Environment, root: Path, spec: RepoSpec, module
     kinds.update({t: "passing" for t in recovered})
     by_kind = Counter(kinds.values())
     if not by_kind["passing"]:
-        raise BaselineError(f"{repo}: no test passes at baseline ({dict(by_kind)})")
+        tail = output_tail(results[0], 40)
+        raise BaselineError(f"{repo}: no test passes at baseline ({dict(by_kind)}); pytest said: "
+                            + " | ".join(tail.splitlines()[-8:]), full_output(results[0]))
     pick = lambda kind: tuple(t for t, k in kinds.items() if k == kind)  # noqa: E731
     timings["collect_checks_s"] = time.monotonic() - t0 - sum(timings.values())
     return Baseline(pick("passing"), pick("failing"), pick("flaky"), pick("skipped"), len(planned),

@@ -1,0 +1,91 @@
+"""Suites that heal (builder/preparation/heal.py): each repair read from real pytest output, and the error
+that remains names every repair tried and ends with pytest's own words."""
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+from execrepobench.builder.preparation.heal import repair
+from execrepobench.builder.sources.manifest import RepoSpec
+
+
+def project(root: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(textwrap.dedent(text), encoding="utf-8")
+    return root
+
+
+def pytest_output(root: Path, *args: str) -> str:
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args], cwd=root,
+                          capture_output=True, text=True, timeout=120)
+    return proc.stdout + "\n" + proc.stderr
+
+
+def test_an_addopts_option_of_a_plugin_that_is_not_installed_is_removed(tmp_path):
+    root = project(tmp_path, {"setup.cfg": "[tool:pytest]\naddopts = -ra --flakes --strict-markers\n",
+                              "tests/test_a.py": "def test_a():\n    assert True\n"})
+    output = pytest_output(root, "tests")
+    spec = RepoSpec(name="demo", source="pypi:demo==1", test_paths=("tests",))
+    fixed, made = repair(spec, root, output, ["-ra", "--flakes", "--strict-markers"])
+    assert made.kind == "addopts_option_removed" and made.detail["removed"] == ["--flakes"]
+    assert fixed.pytest_args == ("-o", "addopts=-ra --strict-markers")
+    assert "passed" in pytest_output(root, *fixed.pytest_args, "tests")  # the repair works
+
+
+def test_an_addopts_plugin_that_cannot_be_imported_is_removed(tmp_path):
+    root = project(tmp_path, {"pytest.ini": "[pytest]\naddopts = -p no_such_plugin_xq -q\n",
+                              "tests/test_a.py": "def test_a():\n    assert True\n"})
+    output = pytest_output(root, "tests")
+    spec = RepoSpec(name="demo", source="pypi:demo==1", test_paths=("tests",))
+    fixed, made = repair(spec, root, output, ["-p", "no_such_plugin_xq", "-q"])
+    assert made.kind == "addopts_plugin_removed" and fixed.pytest_args == ("-o", "addopts=-q")
+    assert "passed" in pytest_output(root, *fixed.pytest_args, "tests")
+
+
+def test_collection_errors_narrow_the_suite_to_the_files_that_collect(tmp_path):
+    root = project(tmp_path, {"tests/__init__.py": "",
+                              "tests/test_good.py": "def test_good():\n    assert True\n",
+                              "tests/test_also.py": "def test_also():\n    assert 1\n",
+                              "tests/test_helper_missing.py": "from tests.common import helper\n\n\n"
+                                                              "def test_h():\n    helper()\n"})
+    output = pytest_output(root, "tests")
+    assert "error" in output.lower()
+    spec = RepoSpec(name="demo", source="pypi:demo==1", test_paths=("tests",))
+    fixed, made = repair(spec, root, output, [])
+    assert made.kind == "suite_narrowed" and made.detail["left_out"] == ["tests/test_helper_missing.py"]
+    assert sorted(fixed.test_paths) == ["tests/test_also.py", "tests/test_good.py"]
+    assert "2 passed" in pytest_output(root, *fixed.test_paths)
+
+
+def test_nothing_to_repair_is_said(tmp_path):
+    root = project(tmp_path, {"tests/test_a.py": "def test_a():\n    assert False\n"})
+    spec = RepoSpec(name="demo", source="pypi:demo==1", test_paths=("tests",))
+    assert repair(spec, root, pytest_output(root, "tests"), []) is None
+
+
+def test_the_baseline_loop_repairs_then_names_what_it_tried(tmp_path, monkeypatch):
+    """prepare's loop: a repair is made from the error's output and the run tried again with the healed spec;
+    when nothing more applies, the error names the repairs tried and keeps pytest's words."""
+    import pytest
+
+    from execrepobench.builder.preparation import prepare as prep
+    from execrepobench.builder.preparation.baseline import BaselineError
+
+    root = project(tmp_path, {"pytest.ini": "[pytest]\naddopts = --flakes\n",
+                              "tests/test_a.py": "def test_a():\n    assert False\n"})
+    said = pytest_output(root, "tests")
+    seen = []
+
+    def fake_run(name, env, root_, spec, modules, **kwargs):  # what run_baseline raises for these outputs
+        seen.append(spec.pytest_args)
+        output = said if len(seen) == 1 else pytest_output(root, *spec.pytest_args, "tests")
+        raise BaselineError(f"{name}: no test passes at baseline", output)
+
+    monkeypatch.setattr(prep, "run_baseline", fake_run)
+    spec = RepoSpec(name="demo", source="pypi:demo==1", test_paths=("tests",))
+    with pytest.raises(BaselineError, match=r"repairs tried: addopts_option_removed .*--flakes") as info:
+        prep._healed_baseline("demo", None, root, spec, [])
+    assert seen == [(), ("-o", "addopts=")] and "assert False" in info.value.output
