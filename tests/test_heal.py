@@ -89,3 +89,18 @@ def test_the_baseline_loop_repairs_then_names_what_it_tried(tmp_path, monkeypatc
     with pytest.raises(BaselineError, match=r"repairs tried: addopts_option_removed .*--flakes") as info:
         prep._healed_baseline("demo", None, root, spec, [])
     assert seen == [(), ("-o", "addopts=")] and "assert False" in info.value.output
+
+
+def test_a_build_without_progress_bars_says_each_stage(tmp_path, capsys):
+    from execrepobench.builder.pipeline import RepoSettings, run_repository
+    from execrepobench_metric.execution.sandbox import Isolation
+
+    class NoStep:
+        phase = "masking"
+
+    spec = RepoSpec(name="gone", source=f"path:{tmp_path / 'missing'}")
+    quiet = run_repository(spec, RepoSettings(list(Isolation)[0], tmp_path), NoStep())
+    assert quiet.status == "error" and capsys.readouterr().err == ""
+    run = run_repository(spec, RepoSettings(list(Isolation)[0], tmp_path, stage_lines=True), NoStep())
+    err = capsys.readouterr().err.splitlines()
+    assert run.status == "error" and err[0].endswith("gone: source") and "gone: error: 0 samples (source:" in err[-1]
