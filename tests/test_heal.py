@@ -7,6 +7,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from execrepobench.builder.preparation.heal import repair
 from execrepobench.builder.sources.manifest import RepoSpec
 
@@ -104,3 +106,57 @@ def test_a_build_without_progress_bars_says_each_stage(tmp_path, capsys):
     run = run_repository(spec, RepoSettings(list(Isolation)[0], tmp_path, stage_lines=True), NoStep())
     err = capsys.readouterr().err.splitlines()
     assert run.status == "error" and err[0].endswith("gone: source") and "gone: error: 0 samples (source:" in err[-1]
+
+
+HANGS = {
+    "pyproject.toml": """\
+        [build-system]
+        requires = ["setuptools>=61"]
+        build-backend = "setuptools.build_meta"
+        [project]
+        name = "hangdemo"
+        version = "0.1"
+        """,
+    "hangdemo/__init__.py": "def double(x):\n    return 2 * x\n",
+    "tests/test_demo.py": """\
+        import socket
+        import time
+
+        from hangdemo import double
+
+
+        def test_double():
+            assert double(2) == 4
+
+
+        def test_waits_for_a_server():
+            time.sleep(600)  # a server that never answers
+        """,
+}
+
+
+@pytest.mark.pypi
+def test_a_hanging_test_is_found_in_the_first_run_and_deselected_in_the_others(tmp_path, monkeypatch):
+    from execrepobench.builder.preparation import baseline as bl
+    from execrepobench.builder.preparation import prepare as prep
+    from execrepobench.builder.sources.manifest import parse_manifest
+    from execrepobench.builder.sources.sources import fetch
+    from execrepobench_metric.execution.sandbox import decide_isolation
+
+    monkeypatch.setattr(prep, "BASELINE_TEST_LIMIT_S", 3.0)
+    seen = []
+    real = bl.run_pytest
+    monkeypatch.setattr(bl, "run_pytest", lambda inv, **kw: seen.append(inv) or real(inv, **kw))
+    repo = project(tmp_path / "hangdemo", HANGS)
+    manifest = parse_manifest(f'[[repo]]\nsource = "path:{repo}"\nextra_test_requires = []\n', tmp_path)
+    spec = manifest.repos[0]
+    prepared = prep.prepare(spec, fetch(spec), manifest.python, runs=2, timeout_s=300,
+                            isolation=decide_isolation(False)[0])
+    hung = "tests/test_demo.py::test_waits_for_a_server"
+    assert prepared.baseline.hung == (hung,) and hung in prepared.baseline.excluded
+    assert prepared.baseline.passing == ("tests/test_demo.py::test_double",)
+    assert prepared.report["baseline"]["hung_tests"] == [hung]
+    runs = [inv for inv in seen if not inv.collect_only and not inv.select]
+    assert bl.WALL_LIMIT_ENV in runs[0].env and hung not in runs[0].deselect
+    assert all(hung in inv.deselect and bl.WALL_LIMIT_ENV not in inv.env for inv in runs[1:]) and len(runs) >= 2
+    assert bl.WALL_LIMIT_ENV not in " ".join(prepared.baseline.test_command)  # not in the judged command

@@ -16,7 +16,7 @@ from execrepobench_metric.execution.sandbox import Isolation
 from ..sampling.masking import candidate_files
 from ..sources.manifest import RepoSpec
 from ..sources.sources import FetchedSource
-from .baseline import Baseline, BaselineError, CoverageError, run_baseline, top_level_modules
+from .baseline import BASELINE_TEST_LIMIT_S, Baseline, BaselineError, CoverageError, run_baseline, top_level_modules
 from .heal import MAX_REPAIRS, Repair, repair
 from .coverage import CoverageMap
 from .inference import infer_test_requirements
@@ -101,7 +101,8 @@ def _healed_baseline(name: str, env: Environment, root: Path, run_spec: RepoSpec
     repairs: list[Repair] = []
     while True:
         try:
-            return run_baseline(name, env, root, run_spec, modules, **kwargs), run_spec, repairs
+            return (run_baseline(name, env, root, run_spec, modules, test_limit_s=BASELINE_TEST_LIMIT_S, **kwargs),
+                    run_spec, repairs)
         except CoverageError:
             raise
         except BaselineError as exc:
