@@ -98,7 +98,8 @@ def main(argv=None) -> int:
         out = args.out / f"build-{i // args.repos_at_once + 1}"
         cmd = [sys.executable, "-m", "execrepobench.runner.cli", "build", "--manifest", str(manifest),
                "--out", str(out), "--no-progress", *[a for n in part for a in ("--repo", n)]]
-        proc = subprocess.run(cmd, capture_output=True, text=True)
+        proc = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        sys.stderr.write(proc.stderr)  # the build's stage lines (--no-progress)
         try:
             report = json.loads((out / "build_report.json").read_text(encoding="utf-8"))
         except (OSError, ValueError):

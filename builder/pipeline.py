@@ -168,7 +168,10 @@ def run_repository(spec: RepoSpec, settings: RepoSettings, step: CandidateStep,
 def _stage_line(name: str) -> Callable[[str], None]:
     """Prints `[HH:MM:SS] NAME: stage` on stderr, at once (a hang shows which stage it is in)."""
     def say(stage: str) -> None:
-        print(f"[{time.strftime('%H:%M:%S')}] {name}: {stage}", file=sys.stderr, flush=True)
+        try:
+            print(f"[{time.strftime('%H:%M:%S')}] {name}: {stage}", file=sys.stderr, flush=True)
+        except (OSError, ValueError):  # stderr gone (a closed pipe): a progress line never fails a repository
+            pass
     return say
 
 
