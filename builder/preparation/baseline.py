@@ -199,6 +199,7 @@ def run_baseline(repo: str, env: Environment, root: Path, spec: RepoSpec, module
             seconds[nodeid] = max(s, seconds.get(nodeid, 0.0))
     timings["baseline_runs_s"] = time.monotonic() - t0 - timings["import_check_s"]
     kinds = classify(per_run)
+    kinds.update(dict.fromkeys(hung, "failing"))  # never re-run on their own: they would hang again
     unstable = unstable_ids(inv, set(kinds), collections, isolation, workers)
     for nodeid in unstable:
         if kinds[nodeid] == "passing":
@@ -206,7 +207,7 @@ def run_baseline(repo: str, env: Environment, root: Path, spec: RepoSpec, module
     absent = unstable | {t for run in per_run for t in kinds if t not in run}  # ids some process did not have
     varying = varying_ids(absent)
     kinds.update({t: "flaky" for t in kinds if varying and t.startswith(varying)})
-    flipped = [t for t, k in kinds.items() if k == "flaky" and t not in absent]  # outcomes that flipped
+    flipped = [t for t, k in kinds.items() if k == "flaky" and t not in absent and t not in hung]  # outcomes that flipped
     recovered = recheck_flipped(inv, flipped, runs, isolation)
     kinds.update({t: "passing" for t in recovered})
     kinds.update(dict.fromkeys(hung, "failing"))
