@@ -107,7 +107,7 @@ def repo_settings(config: BuildConfig, isolation: Isolation, folder: Path, mask:
                             min_mutant_kill=config.min_mutant_kill)
     return RepoSettings(isolation, folder, config.manifest.python, config.baseline_runs, config.baseline_timeout_s,
                         baseline_workers=config.workers, samples_per_repo=mask.samples_per_repo,
-                        selection_floor=config.selection_floor, verify=verify)
+                        selection_floor=config.selection_floor, verify=verify, stage_lines=not config.progress)
 
 
 @dataclass(frozen=True)

@@ -37,7 +37,12 @@ class NoTestsFound(ExecRepoBenchError, RuntimeError):
 
 
 class BaselineError(ExecRepoBenchError, RuntimeError):
-    """The suite cannot run at all; the message names the repository and the reason."""
+    """The suite cannot run at all; the message names the repository and the reason and ends with the tail of
+    pytest's output.  `output`: that output's tail, for the repairs (`preparation/heal.py`) to read."""
+
+    def __init__(self, message: str, output: str = "") -> None:
+        super().__init__(message)
+        self.output = output
 
 
 class CoverageError(BaselineError):

@@ -14,6 +14,7 @@ the traceback when the error was unexpected), never the end of the run.
 """
 from __future__ import annotations
 
+import sys
 import time
 import traceback
 from dataclasses import dataclass, field
@@ -53,6 +54,7 @@ class RepoSettings:
     skip_modules: tuple[str, ...] = ()  # top-level modules the import check never imports
     selection_floor: Mapping[str, str] = field(default_factory=dict)  # fill type -> narrowest selection rule
     verify: VerifySettings | None = None  # None: candidates are kept (with their tests) unverified
+    stage_lines: bool = False  # one line on stderr as each stage starts (a build without progress bars)
 
 
 @dataclass(frozen=True)
@@ -107,6 +109,8 @@ def run_repository(spec: RepoSpec, settings: RepoSettings, step: CandidateStep,
     Never raises for the repository's sake."""
     lap = _lap_clock()
     stage, parts, timings = "source", {}, {}
+    say = _stage_line(spec.name) if settings.stage_lines else (lambda stage: None)
+    say(stage)
     record: RepoRecord | None = None
     made: Candidates | None = None
     selected: list[Sample] = []
@@ -121,6 +125,7 @@ def run_repository(spec: RepoSpec, settings: RepoSettings, step: CandidateStep,
         if scan.refusal:
             raise SourceError(scan.refusal)
         stage = "prepare"
+        say("prepare (environment, baseline runs)")
         prepared = prepare(spec, fetched, settings.python, runs=settings.baseline_runs,
                            timeout_s=settings.baseline_timeout_s, isolation=settings.isolation,
                            skip_modules=settings.skip_modules, samples_per_repo=settings.samples_per_repo,
@@ -130,6 +135,7 @@ def run_repository(spec: RepoSpec, settings: RepoSettings, step: CandidateStep,
         parts.update(prepared.report)
         timings.update(prepared.timings)
         stage = step.phase
+        say(stage)
         pool = read_pool(fetched.root)  # every .py file: the import graph that selects tests
         made = step.candidates(fetched, prepared, pool, scan)
         record = with_files(record, made.files) if made.files is not None else record
@@ -137,6 +143,7 @@ def run_repository(spec: RepoSpec, settings: RepoSettings, step: CandidateStep,
         timings[f"{stage}_s"] = lap()
         if made.samples:
             stage = "verification"
+            say(f"verification ({len(made.samples)} candidates)")
             select = selector(prepared.baseline, prepared.coverage, pool, settings.selection_floor)
             selected = select(made.samples)
             if settings.verify is None:
@@ -152,7 +159,19 @@ def run_repository(spec: RepoSpec, settings: RepoSettings, step: CandidateStep,
     except Exception as exc:  # noqa: BLE001 - the boundary of one repository: report it, go on
         kept, status = [], "error"
         parts.update(phase=_phase(stage, exc), **error_entry(exc))
+    say(f"{status}: {len(kept)} samples" + (f" ({parts.get('phase')}: {str(parts.get('reason'))[:200]})"
+                                           if status == "error" else ""))
     return RepoRun(status, parts, timings, record, made, selected, verified, kept)
+
+
+def _stage_line(name: str) -> Callable[[str], None]:
+    """Prints `[HH:MM:SS] NAME: stage` on stderr, at once (a hang shows which stage it is in)."""
+    def say(stage: str) -> None:
+        try:
+            print(f"[{time.strftime('%H:%M:%S')}] {name}: {stage}", file=sys.stderr, flush=True)
+        except (OSError, ValueError):  # stderr gone (a closed pipe): a progress line never fails a repository
+            pass
+    return say
 
 
 def _lap_clock() -> Callable[[], float]:

@@ -24,6 +24,7 @@ from .repo_record import RepoRecord, read_repo_records
 SAMPLES_CONFIG, INSTRUCT_CONFIG, REPOS_CONFIG = "exec_repo_bench", "repo_instruct", "repositories"
 CONFIGS = {SAMPLES_CONFIG: "test", INSTRUCT_CONFIG: "train", REPOS_CONFIG: "train"}  # config -> its split
 SAMPLES_FILE, REPOS_FILE = "samples.jsonl", "repositories.jsonl"  # in a builder output folder
+REPO_FOLDER_RECORD = "repository.jsonl"  # in each repository's folder of a build (OUT/repos/NAME), not a dataset
 _HUB_ID_RE = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 # A live snapshot's samples config is named after its window (`live-2026-11`), in place of exec_repo_bench.
 LIVE_CONFIG_RE = re.compile(r"^live-[A-Za-z0-9][A-Za-z0-9_-]*$")
@@ -130,6 +131,10 @@ def local_folder(dataset: str | Path, revision: str | None = None,
         return path, "samples-file"
     if path.is_dir():
         if (path / SAMPLES_FILE).is_file():
+            if (path / REPO_FOLDER_RECORD).is_file() and not (path / REPOS_FILE).is_file():
+                raise DatasetNotFound(
+                    f"dataset {dataset}: one repository's folder of a build ({REPO_FOLDER_RECORD} without "
+                    f"{REPOS_FILE}), not a dataset: give the build's output folder (the one holding repos/)")
             return path, "builder"
         if samples_config(path):
             return path, "published"

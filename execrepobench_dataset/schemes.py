@@ -54,8 +54,14 @@ CONTEXT_SCHEME = 2
 """How a sample's cross-file context is ranked (`builder/sampling/context.py`).  PUBLISHED (build inputs hash, the
 release lock's scheme): a change rebuilds every repository."""
 
+FILL_LEVEL_SCHEME = "node-table-1"
+"""How a grammar-based mask's fill type (expression / statement / block) is decided: the one table of
+`builder/sampling/levels.py`.  PUBLISHED (a sample's id hashes its fill type; build inputs hash, the release
+lock's scheme): a change relabels samples, so it rebuilds every repository."""
+
 BUILD_SCHEMES = MappingProxyType({"guard": GUARD_RECORDING, "verify": VERIFY_SCHEME, "mix": MIX_NAME,
-                                  "context": CONTEXT_SCHEME, "lock": LOCK_SCHEMA, "env_key": ENV_KEY_SCHEMA})
+                                  "context": CONTEXT_SCHEME, "lock": LOCK_SCHEMA, "env_key": ENV_KEY_SCHEMA,
+                                  "fill_levels": FILL_LEVEL_SCHEME})
 """The identifiers in every repository's build inputs hash (`builder/build.py`), under these keys: a change
 of any rebuilds the repository instead of reusing its finished folder."""
 

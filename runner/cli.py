@@ -137,6 +137,9 @@ def _add_evaluate(p: argparse.ArgumentParser) -> None:
     p.add_argument("--limit", type=_at_least(1), default=None,
                    help="judge only N samples: the deterministic subset, stratified by fill type, that `run --limit N` "
                         "judges (predictions for other samples are not needed)")
+    p.add_argument("--duplicates", choices=("refuse", "first", "last"), default="refuse",
+                   help="with --predictions: two lines for one sample_id are refused (default, naming the lines), "
+                        "or the first or the last one counts")
     p.add_argument("--out", type=Path, required=True, help="results folder (results.jsonl, metrics.json)")
     add_flags(p.add_argument_group("evaluation and runtime options (execrepobench_metric/options.py)"),
               EVALUATE_SETS)
@@ -168,21 +171,9 @@ def _run_evaluate(args: argparse.Namespace) -> int:
     elif args.reference_fill == "null":
         preds = [null_fill(s) or "" for s in samples]
     else:
-        by_id = {}
-        try:
-            text = args.predictions.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise InputError(f"--predictions {args.predictions}: cannot read it ({exc})") from None
-        for n, line in enumerate(text.splitlines(), 1):
-            if line.strip():
-                try:
-                    rec = json.loads(line)
-                except ValueError:
-                    rec = None  # named below, as any line that is not such a record
-                if not isinstance(rec, dict) or not isinstance(rec.get("sample_id"), str) or "completion" not in rec:
-                    raise InputError(f'{args.predictions}:{n}: expected {{"sample_id": str, "completion": str or '
-                                     f'[str, ...]}}, got {line.strip()[:80]}')
-                by_id[rec["sample_id"]] = rec["completion"]
+        from execrepobench.runner.predictions import read_predictions
+
+        by_id = read_predictions(args.predictions, args.duplicates)
         missing = [s.sample_id for s, kept in zip(samples, scored) if kept and s.sample_id not in by_id]
         if missing:
             raise InputError(f"{args.predictions}: no completion for {len(missing)} sample(s), e.g. {missing[:3]}")

@@ -12,12 +12,13 @@ import tree_sitter_python
 from tree_sitter import Language, Parser
 
 from execrepobench.builder.sampling.grammar import (
-    CATEGORIES, CATEGORY_LEVEL, CATEGORY_NODE_TYPES, DEFAULT_CATEGORY_WEIGHTS, level_of_type,
+    CATEGORIES, CATEGORY_LEVEL, CATEGORY_NODE_TYPES, DEFAULT_CATEGORY_WEIGHTS,
 )
 from execrepobench.builder.sampling.masking import (
     DEFAULT_MIX, DROP_REASONS, KINDS, Mask, MaskConfig, MaskResult, _draw_grammar, _draw_span, candidate_files,
     quotas, sample_masks, split,
 )
+from execrepobench.builder.sampling.levels import level_of_node, level_of_type
 from execrepobench.builder.sampling.parsed_files import _prepare
 from execrepobench_dataset.record import (
     FILL_MULTI_LINE, FILL_SINGLE_LINE, FILL_SPAN, FILL_TYPES, LEVEL_TO_FILL,
@@ -251,7 +252,7 @@ def test_whole_node_masks_are_full_nodes_and_follow_the_size_rule():
                 assert 0 < node.start_point.row and node.end_point.row < last_row
             else:  # a descendant, only drawn because its category node was too long or at a file end
                 descendant += 1
-                assert mask.level == level_of_type(mask.node_type)
+                assert mask.level == level_of_node(node)
                 outer = _category_ancestor(node.parent, mask.category)
                 rows = outer.end_point.row - outer.start_point.row + 1
                 assert rows >= 10 or outer.start_point.row == 0 or outer.end_point.row >= last_row
@@ -266,9 +267,9 @@ def test_whole_node_masks_are_full_nodes_and_follow_the_size_rule():
 def test_levels():
     assert [level_of_type(t) for t in ("if_statement", "class_definition", "function_definition",
                                        "for_statement", "while_statement")] == ["block"] * 5
-    assert [level_of_type(t) for t in ("return_statement", "import_from_statement", "comment",
-                                       "expression_statement", "try_statement")] == ["statement"] * 5
-    assert [level_of_type(t) for t in ("call", "assignment", "identifier", "block")] == ["expression"] * 4
+    assert [level_of_type(t) for t in ("return_statement", "import_from_statement", "comment")] == ["statement"] * 3
+    assert [level_of_type(t) for t in ("try_statement", "with_statement", "block")] == ["block"] * 3
+    assert [level_of_type(t) for t in ("call", "assignment", "identifier", "expression_statement")] == ["expression"] * 4
 
 
 def test_random_line_masks():

@@ -57,7 +57,8 @@ def test_every_scheme_identifier_has_its_section_in_the_changelog():
 def test_the_published_sets_name_the_identifiers_themselves():
     assert RELEASE_SCHEMES == {"guard": schemes.GUARD_RECORDING, "verify": schemes.VERIFY_SCHEME,
                                "mix": schemes.MIX_NAME, "context": schemes.CONTEXT_SCHEME,
-                               "lock": schemes.LOCK_SCHEMA, "env_key": schemes.ENV_KEY_SCHEMA}
+                               "lock": schemes.LOCK_SCHEMA, "env_key": schemes.ENV_KEY_SCHEMA,
+                               "fill_levels": schemes.FILL_LEVEL_SCHEME}
     # what changes the samples of a build (the release scheme) also rebuilds a finished repository: a new lock
     # resolution or env key scheme must not reuse samples that carry the old env keys
     assert BUILD_SCHEMES == RELEASE_SCHEMES

@@ -11,15 +11,13 @@ from execrepobench_metric.environments.sources import fetch_pypi
 from execrepobench_metric.errors import EnvError
 
 from ..errors import NoTestsFound
-from ..preparation.lock import resolve_lock
+from ..preparation.inference import RequirementsUnresolvable, infer_test_requirements, test_files  # noqa: F401
 from ..preparation.testconfig import pytest_config
 from ..preparation.testlayout import TEST_DIRS, _walk, defines_tests, find_tests, modules_with_tests
 from ..sampling.masking import candidate_files
 from ..sources.manifest import RepoSpec
 from .index import ProjectReleases, Release
 from .newcode import NewCode, new_code
-from .requirements import declared_test_requirements, extra_requirements
-from .undeclared import guessed_requirements, imported_test_modules
 from .window import Window, iso
 
 # Per-candidate outcomes, in the order a candidate can end: the report counts each.
@@ -77,33 +75,15 @@ def ships_tests(root: Path, test_paths: tuple[str, ...]) -> bool:
         modules_with_tests(root, (p,)) for p in test_paths if (root / p).is_dir())
 
 
-def test_files(root: Path, test_paths: tuple[str, ...]) -> list[str]:
-    """The files that define tests: under the test paths, else pytest's names and the usual test folders."""
-    if test_paths:
-        return list(modules_with_tests(root, test_paths))
-    return [f.as_posix() for f in _walk(root) if (fnmatch.fnmatch(f.name, "test_*.py") or fnmatch.fnmatch(
-        f.name, "*_test.py") or set(f.parts[:-1]) & set(TEST_DIRS)) and defines_tests(root / f)]
-
-
 def test_requirements(name: str, source_hash: str, root: Path, test_paths: tuple[str, ...]) -> tuple[tuple, dict]:
-    """(requirements for the manifest entry, report): what the sdist declares plus distributions guessed from
-    the tests' imports, locked here; when that cannot be locked, the declared ones alone, then none."""
-    declared = declared_test_requirements(root)
-    guessed = guessed_requirements(imported_test_modules(root, test_files(root, test_paths)), declared,
-                                   extra_requirements(root))
+    """(requirements for the manifest entry, report): the one inference of every manifest entry
+    (`preparation/inference.py`), locked for the builder's default interpreter."""
     python = f"{sys.version_info.major}.{sys.version_info.minor}"  # what the builder's manifest defaults to
-    errors, tries = [], {}
-    for label, requires in (("declared+imports", declared + guessed), ("declared", declared), ("none", ())):
-        tries.setdefault(requires, label)  # each distinct set once
-    for requires, label in tries.items():
-        try:
-            resolve_lock(name, source_hash, root, python, requires)
-        except EnvError as exc:
-            errors.append(f"{label}: {str(exc)[-300:]}")
-            continue
-        return requires, {"declared": list(declared), "guessed": list(guessed), "used": label,
-                          **({"lock_errors": errors} if errors else {})}
-    raise Skip(SUITE_FAILS, f"{name}: its test environment cannot be resolved: {' | '.join(errors)}")
+    try:
+        inferred = infer_test_requirements(name, source_hash, root, python, test_paths)
+    except RequirementsUnresolvable as exc:
+        raise Skip(SUITE_FAILS, str(exc)) from None
+    return inferred.requires, inferred.report()
 
 
 def plan(name: str, releases: Releases) -> Planned:

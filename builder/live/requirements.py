@@ -10,7 +10,8 @@ The builder's lock already installs the project with its extras and PEP 735 grou
 - tox's `[testenv] deps` and `extras` (tox.ini, setup.cfg's `[testenv]`, pyproject's `legacy_tox_ini`, tox.toml
   or `[tool.tox.env_run_base]`): lines without a factor condition, or conditioned on test factors only (`unit:`,
   `py311:` on Python 3.11, `unit-!py315t:`; not `py38:`, `docs:`, `lint:`);
-- nox's test sessions (`noxfile.py`, functions whose name mentions tests): `session.install("...")` literals.
+- nox's test sessions (`noxfile.py`, functions whose name mentions tests): `session.install("...")` literals;
+- setuptools' `tests_require` (setup.py's `setup(...)`, setup.cfg's `[options]`).
 
 Only when none of these says anything, the same sources named `dev` are read instead.  Markers are
 evaluated for this interpreter (the lock is for it); tooling that is no test dependency (tox, linters, type
@@ -215,6 +216,31 @@ def _nox(root: Path) -> tuple[list[str], list[str]]:
     return deps, extras
 
 
+def _tests_require(root: Path) -> list[str]:
+    """setuptools' `tests_require`: a literal list in setup.py's `setup(...)` (or a module-level name bound to
+    one), and setup.cfg's `[options] tests_require`."""
+    out: list[str] = []
+    try:
+        tree = ast.parse((root / "setup.py").read_text(encoding="utf-8", errors="replace"))
+    except (OSError, SyntaxError, ValueError):
+        tree = None
+    if tree is not None:
+        names = {t.id: n.value for n in tree.body if isinstance(n, ast.Assign) for t in n.targets
+                 if isinstance(t, ast.Name)}
+        for call in (c for c in ast.walk(tree) if isinstance(c, ast.Call)):
+            for kw in (k for k in call.keywords if k.arg == "tests_require"):
+                value = names.get(kw.value.id, kw.value) if isinstance(kw.value, ast.Name) else kw.value
+                if isinstance(value, (ast.List, ast.Tuple)):
+                    out += [e.value for e in value.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)]
+    parser = configparser.ConfigParser(interpolation=None)
+    try:
+        parser.read(root / "setup.cfg", encoding="utf-8")
+        out += [v.strip() for v in re.split(r"[\n;]", parser.get("options", "tests_require", fallback="")) if v.strip()]
+    except (configparser.Error, UnicodeDecodeError):
+        pass
+    return out
+
+
 def _keep(lines: Iterable[str], project: str) -> list[str]:
     """Requirements that hold here and are test dependencies, first mention of each name, markers dropped."""
     out, seen = [], {canonicalize_name(project)}
@@ -254,7 +280,7 @@ def declared_test_requirements(root: Path) -> tuple[str, ...]:
     lines = [line for name, reqs in extras.items() if _is_testish(name) or canonicalize_name(name) in named
              and canonicalize_name(name) not in TEST_EXTRA_NAMES for line in reqs]
     lines += [line for name, reqs in groups.items() if _is_testish(name) for line in reqs]
-    lines += _files(root, REQUIREMENT_FILES) + tox_deps + nox_deps
+    lines += _files(root, REQUIREMENT_FILES) + tox_deps + nox_deps + _tests_require(root)
     if not _keep(lines, project_name(root)):  # nothing for tests: what the project's developers install
         lines = [line for name, reqs in [*extras.items(), *groups.items()] if canonicalize_name(name) == "dev"
                  for line in reqs] + _files(root, DEV_FILES)

@@ -17,10 +17,26 @@ from pathlib import Path
 from execrepobench_metric.defaults import BASELINE_TIMEOUT_S, PROBE_TIMEOUT_S
 from execrepobench_metric.environments.venvs import Environment
 from execrepobench_metric.execution.surface import (
-    Isolation, Limits, PASSED, PytestInvocation, SKIPPED, protected_paths, run_command, run_pytest)
+    FAILED, Isolation, Limits, PASSED, PytestInvocation, SKIPPED, protected_paths, run_command, run_pytest)
 
 from ..errors import BaselineError, CoverageError
 from ..sources.manifest import RepoSpec
+
+
+# The first baseline run's per-test wall limit (seconds): a test that takes longer waits for something this
+# machine does not give; it is deselected in the other runs (the plugin's EXECREPOBENCH_TEST_WALL_S).
+BASELINE_TEST_LIMIT_S = 60.0
+WALL_LIMIT_ENV = "EXECREPOBENCH_TEST_WALL_S"
+WALL_LIMIT_MARK = "per-test limit of"  # in the message of a test the limit stopped (the plugin's TestWallLimit)
+
+
+def full_output(result) -> str:
+    return result.process.stdout_tail + "\n" + result.process.stderr_tail
+
+
+def output_tail(result, lines: int = 12) -> str:
+    """The last lines of a pytest run's stdout and stderr (what says why it failed)."""
+    return "\n".join((result.process.stdout_tail + "\n" + result.process.stderr_tail).strip().splitlines()[-lines:])
 
 
 @dataclass(frozen=True)
@@ -42,6 +58,7 @@ class Baseline:
     # "file::test[" of parametrized tests whose ids change from one process to the next: every id of them is
     # excluded, by this prefix (the ids of the moment would make the record differ from build to build)
     varying: tuple[str, ...] = ()
+    hung: tuple[str, ...] = ()  # stopped by the first run's per-test wall limit, deselected in the others
 
     def estimate_s(self, tests) -> float:
         """CPU seconds a run of only `tests` should take (an overestimate: the whole suite's collection)."""
@@ -60,6 +77,7 @@ class Baseline:
                 "failing_tests": list(self.failing), "flaky_tests": list(self.flaky),
                 # flipped in the suite runs (a loaded machine), then passed every re-run of their own: judged
                 "recovered_tests": list(self.recovered), "varying_ids": list(self.varying),
+                "hung_tests": list(self.hung),
                 "import_check": self.import_check}
 
 
@@ -121,27 +139,40 @@ def baseline_invocations(inv: PytestInvocation, runs: int, coverage_data: Path |
 
 def run_baseline(repo: str, env: Environment, root: Path, spec: RepoSpec, modules: list[str], *,
                  isolation: Isolation, runs: int = 3, timeout_s: float = BASELINE_TIMEOUT_S,
-                 collections: int = 5, workers: int = 1, coverage_data: Path | None = None) -> Baseline:
+                 collections: int = 5, workers: int = 1, coverage_data: Path | None = None,
+                 test_limit_s: float = 0.0) -> Baseline:
     """The suite runs under the same isolation the metric judges in, with the same paths read-only
     (tests that need the network or write outside the tree or into the tests fail here and are excluded).  Runs, and then collections, go `workers` at
     a time (on a loaded machine more tests look flaky: they are excluded, never judged wrongly).
     `coverage_data`: one of the runs is the coverage run (`baseline_invocations`), its outcomes counted
-    like the others (a test must pass under coverage too), its data written there."""
+    like the others (a test must pass under coverage too), its data written there.  `test_limit_s` (> 0): the
+    first run alone, each test limited to that many wall seconds; the tests it stopped (`hung`: they wait for
+    the network, a server, a terminal) are deselected by node id in the other runs and count as failing."""
     t0 = time.monotonic()
     import_check = check_imports(repo, env, root, modules) if modules else {}
     timings = {"import_check_s": time.monotonic() - t0}
     inv = invocation(env, root, spec, timeout_s)
     planned = baseline_invocations(inv, runs, coverage_data)
+    hung: tuple[str, ...] = ()
+    if test_limit_s > 0:  # the first run finds the tests that hang; the others run without them
+        first = run_pytest(replace(planned[0], env={**planned[0].env, WALL_LIMIT_ENV: f"{test_limit_s:g}"}),
+                           isolation=isolation, readonly=as_judged(planned[0]))
+        hung = tuple(sorted(t for t, m in first.messages.items() if WALL_LIMIT_MARK in m))
+        planned = [planned[0], *(replace(one, deselect=(*one.deselect, *hung)) for one in planned[1:])]
+    rest = planned[1:] if test_limit_s > 0 else planned
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        results = list(pool.map(lambda one: run_pytest(one, isolation=isolation, readonly=as_judged(one)), planned))
+        results = list(pool.map(lambda one: run_pytest(one, isolation=isolation, readonly=as_judged(one)), rest))
+    if test_limit_s > 0:
+        results = [first, *(replace(r, outcomes={**r.outcomes, **dict.fromkeys(hung, FAILED)}) for r in results)]
     per_run, durations, seconds, fixed = [], [], {}, []
     # plain runs first: a suite that cannot run is a baseline error, not the coverage run's
     for i, (one, result) in enumerate(sorted(zip(planned, results), key=lambda p: p[0].coverage_data is not None)):
         what = "coverage run" if one.coverage_data is not None else f"baseline run {i + 1}"
         if result.error or (one.coverage_data is not None and not one.coverage_data.exists()):
-            tail = (result.process.stdout_tail + result.process.stderr_tail).strip().splitlines()[-5:]
+            tail = output_tail(result, 40)
             error = CoverageError if one.coverage_data is not None else BaselineError
-            raise error(f"{repo}: {what} failed: {result.error or 'no coverage data'}: " + " | ".join(tail))
+            raise error(f"{repo}: {what} failed: {result.error or 'no coverage data'}: "
+                        + " | ".join(tail.splitlines()[-8:]), full_output(result))
         per_run.append(result.outcomes)
         if one.coverage_data is not None:
             continue  # coverage.py slows a run: its times would inflate every estimate
@@ -152,6 +183,7 @@ def run_baseline(repo: str, env: Environment, root: Path, spec: RepoSpec, module
             seconds[nodeid] = max(s, seconds.get(nodeid, 0.0))
     timings["baseline_runs_s"] = time.monotonic() - t0 - timings["import_check_s"]
     kinds = classify(per_run)
+    kinds.update(dict.fromkeys(hung, "failing"))  # never re-run on their own: they would hang again
     unstable = unstable_ids(inv, set(kinds), collections, isolation, workers)
     for nodeid in unstable:
         if kinds[nodeid] == "passing":
@@ -159,17 +191,20 @@ def run_baseline(repo: str, env: Environment, root: Path, spec: RepoSpec, module
     absent = unstable | {t for run in per_run for t in kinds if t not in run}  # ids some process did not have
     varying = varying_ids(absent)
     kinds.update({t: "flaky" for t in kinds if varying and t.startswith(varying)})
-    flipped = [t for t, k in kinds.items() if k == "flaky" and t not in absent]  # outcomes that flipped
+    flipped = [t for t, k in kinds.items() if k == "flaky" and t not in absent and t not in hung]  # outcomes that flipped
     recovered = recheck_flipped(inv, flipped, runs, isolation)
     kinds.update({t: "passing" for t in recovered})
+    kinds.update(dict.fromkeys(hung, "failing"))
     by_kind = Counter(kinds.values())
     if not by_kind["passing"]:
-        raise BaselineError(f"{repo}: no test passes at baseline ({dict(by_kind)})")
+        tail = output_tail(results[0], 40)
+        raise BaselineError(f"{repo}: no test passes at baseline ({dict(by_kind)}); pytest said: "
+                            + " | ".join(tail.splitlines()[-8:]), full_output(results[0]))
     pick = lambda kind: tuple(t for t, k in kinds.items() if k == kind)  # noqa: E731
     timings["collect_checks_s"] = time.monotonic() - t0 - sum(timings.values())
     return Baseline(pick("passing"), pick("failing"), pick("flaky"), pick("skipped"), len(planned),
                     tuple(durations), inv.test_command(), import_check, {k: round(v, 2) for k, v in timings.items()},
-                    seconds, min(fixed, default=0.0), recovered, varying)
+                    seconds, min(fixed, default=0.0), recovered, varying, hung)
 
 
 def varying_ids(absent: set[str]) -> tuple[str, ...]:

@@ -16,11 +16,13 @@ from execrepobench_metric.execution.surface import Isolation
 from ..sampling.masking import candidate_files
 from ..sources.manifest import RepoSpec
 from ..sources.sources import FetchedSource
-from .baseline import Baseline, run_baseline, top_level_modules
+from .baseline import BASELINE_TEST_LIMIT_S, Baseline, BaselineError, CoverageError, run_baseline, top_level_modules
+from .heal import MAX_REPAIRS, Repair, repair
 from .coverage import CoverageMap
+from .inference import infer_test_requirements
 from .lock import resolve_lock
 from .records import draft_record, final_record
-from .testconfig import neutralise
+from .testconfig import filter_addopts, neutralise, pytest_config
 from .testlayout import find_tests
 
 
@@ -50,6 +52,11 @@ def prepare(spec: RepoSpec, fetched: FetchedSource, python: str | None, *, runs:
     overriding arguments."""
     t0 = time.monotonic()
     version = python_version(spec, python)
+    inferred = None
+    if spec.infer_requirements:  # the entry names no test requirements: the one inference (build, live, release)
+        inferred = infer_test_requirements(spec.name, fetched.source_hash, fetched.root, version,
+                                           tuple(spec.test_paths), spec.exclude_newer)
+        spec = replace(spec, extra_test_requires=inferred.requires)
     lock = resolve_lock(spec.name, fetched.source_hash, fetched.root, version, spec.extra_test_requires,
                         exclude_newer=spec.exclude_newer)
     env = ensure_environment(draft_record(spec, fetched, version, lock, samples_per_repo))
@@ -63,13 +70,19 @@ def prepare(spec: RepoSpec, fetched: FetchedSource, python: str | None, *, runs:
     if coverage_data is not None:
         coverage_data.parent.mkdir(parents=True, exist_ok=True)
         coverage_data.unlink(missing_ok=True)
-    baseline = run_baseline(spec.name, env, fetched.root, run_spec, modules, runs=runs, timeout_s=timeout_s,
-                            isolation=isolation, workers=workers, coverage_data=coverage_data)
+    baseline, run_spec, repairs = _healed_baseline(spec.name, env, fetched.root, run_spec, modules, runs=runs,
+                                                   timeout_s=timeout_s, isolation=isolation, workers=workers,
+                                                   coverage_data=coverage_data)
+    if repairs:
+        draft = draft_record(run_spec, fetched, version, lock, samples_per_repo)
     coverage = CoverageMap.from_data_file(coverage_data, fetched.root) if coverage_data is not None else None
     # the editable install's line names this machine's cache: the report names the pinned source instead
     freeze = [f"-e {draft.repo_source}" if line.startswith("-e ") else line for line in env.freeze]
+    requirements = inferred.report() if inferred else {"source": "manifest", "added": list(spec.extra_test_requires)}
+    test_config = {**overrides.report, **({"repairs": [r.to_dict() for r in repairs]} if repairs else {})}
     report = {"env_key": env.key, "environment": {"python": version, "lock_lines": len(lock), "freeze": freeze},
-              "isolation": str(isolation), "test_layout": layout.report(), "test_config": overrides.report,
+              "requirements": requirements,
+              "isolation": str(isolation), "test_layout": layout.report(), "test_config": test_config,
               "baseline": baseline.summary(), "manifest_entry": draft.manifest_entry}
     parts = baseline.timings
     timings = {"env_s": env_s, "baseline_s": parts.get("import_check_s", 0) + parts.get("baseline_runs_s", 0),
@@ -77,3 +90,25 @@ def prepare(spec: RepoSpec, fetched: FetchedSource, python: str | None, *, runs:
     return Prepared(fetched, env, baseline, isolation, run_spec,
                     final_record(draft, baseline.test_command, baseline.excluded), report, timings, coverage)
 
+
+
+def _healed_baseline(name: str, env: Environment, root: Path, run_spec: RepoSpec, modules: list[str],
+                     **kwargs) -> tuple[Baseline, RepoSpec, list[Repair]]:
+    """The baseline, after the repairs pytest's output calls for (`heal.py`), one at a time: (baseline, the
+    spec as run, the repairs made).  Still failing: the last error, naming every repair tried."""
+    found = pytest_config(root, tuple(run_spec.test_paths))
+    config_addopts = filter_addopts(found[1])[0] if found else []
+    repairs: list[Repair] = []
+    while True:
+        try:
+            return (run_baseline(name, env, root, run_spec, modules, test_limit_s=BASELINE_TEST_LIMIT_S, **kwargs),
+                    run_spec, repairs)
+        except CoverageError:
+            raise
+        except BaselineError as exc:
+            fix = repair(run_spec, root, exc.output, config_addopts) if len(repairs) < MAX_REPAIRS else None
+            if fix is None:
+                tried = "; ".join(f"{r.kind} {r.detail}" for r in repairs) or "none applies"
+                raise BaselineError(f"{exc} [repairs tried: {tried}]", exc.output) from None
+            run_spec, made = fix
+            repairs.append(made)

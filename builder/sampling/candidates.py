@@ -11,6 +11,7 @@ from execrepobench_dataset.record import Sample, make_sample_id
 from execrepobench_dataset.version import __version__
 
 from .context import RepoContextIndex
+from .grammar import check_fill_type
 from .masking import MaskConfig, MaskResult, candidate_files, sample_masks, split
 from .parsed_files import Region
 from .repo_files import read_pool
@@ -65,6 +66,9 @@ def make_samples(name: str, pinned: str, root: Path, env_key: str, seed: int, ma
             test_command=test_command, excluded_tests=excluded_tests,
             **dict(fields or {}),
         ))
+        wrong = check_fill_type(samples[-1])  # the label re-derived from the record: the one table, any path
+        if wrong:
+            raise AssertionError(f"{name}: {m.file_name} bytes {m.start_byte}..{m.end_byte}: {wrong}")
     return samples, {
         "files": len(sources), "context_files": len(pool), "skipped_files": result.skipped_files,
         "candidates": len(result.masks) + sum(result.dropped.values()),

@@ -20,7 +20,8 @@ from typing import Collection, Mapping, Optional
 
 from execrepobench_dataset.record import FILL_MULTI_LINE, FILL_SINGLE_LINE, FILL_SPAN, LEVEL_TO_FILL
 
-from .grammar import CATEGORIES, CATEGORY_LEVEL, DEFAULT_CATEGORY_WEIGHTS, _walk, level_of_type
+from .grammar import CATEGORIES, CATEGORY_LEVEL, DEFAULT_CATEGORY_WEIGHTS, _walk
+from .levels import level_of_node
 from .parsed_files import Region, _prepare, _Source
 
 KINDS = ("single_line", "multi_line", "span", "grammar")  # also the largest-remainder tie order
@@ -175,12 +176,12 @@ def _draw_grammar(rng: random.Random, src: _Source, config: MaskConfig) -> Mask:
     rows = node.end_point.row - node.start_point.row + 1
     eligible = (rows < config.max_whole_node_lines and node.start_point.row > 0
                 and node.end_point.row < src.last_row)
-    target, level = node, CATEGORY_LEVEL[category]
+    target = node
     if not (eligible and rng.random() < config.whole_node_probability):
         descendants = [n for n in _walk(node) if n.is_named][1:]
         if descendants:
             target = rng.choice(descendants)
-            level = level_of_type(target.type)
+    level = level_of_node(target)  # the one table (levels.py), whole node or descendant alike
     return Mask(src.name, target.start_byte, target.end_byte, LEVEL_TO_FILL[level], target.type,
                 category, level)
 

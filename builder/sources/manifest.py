@@ -31,7 +31,7 @@ _PYTHON_RE = re.compile(r"^\d+\.\d+$")
 _DATE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 
 _TOP_KEYS = frozenset({"defaults", "repo"})
-_DEFAULT_KEYS = {"seed": int, "samples_per_repo": int, "python": str, "exclude_newer": str}
+_DEFAULT_KEYS = {"seed": int, "samples_per_repo": int, "python": str, "exclude_newer": str, "infer_requirements": bool}
 _LIST_KEYS = ("extra_test_requires", "test_paths", "pytest_args", "exclude_tests")
 _REPO_KEYS = frozenset({"source", "sha256", "name", "python", "env", "samples_per_repo", "exclude_newer",
                         *_LIST_KEYS})
@@ -62,6 +62,9 @@ class RepoSpec:
     env: tuple[tuple[str, str], ...] = ()  # sorted (key, value) pairs
     samples_per_repo: int | None = None
     exclude_newer: str | None = None  # YYYY-MM-DD the lock is resolved against (the manifest's default if unset)
+    # The entry names no `extra_test_requires` (and [defaults] infer_requirements is not false): the build
+    # infers them (preparation/inference.py).  An entry that writes the key, even `[]`, is authoritative.
+    infer_requirements: bool = False
 
     @property
     def ref(self) -> SourceRef:
@@ -143,6 +146,8 @@ def _check_common(key: str, value: Any, where: str) -> Any:
             valid = False
         if not valid:
             raise ManifestError(f"{where}: expected a date YYYY-MM-DD, got {value!r}")
+    elif key == "infer_requirements" and not isinstance(value, bool):
+        raise ManifestError(f"{where}: expected true or false, got {type(value).__name__} {value!r}")
     elif key in ("samples_per_repo", "seed"):
         _check_scalar(value, int, where)
         if value < (1 if key == "samples_per_repo" else 0):
@@ -159,7 +164,7 @@ def _str_list(value: Any, where: str) -> tuple[str, ...]:
     return tuple(value)
 
 
-def _parse_repo(index: int, table: Any, base_dir: Path, label: str) -> RepoSpec:
+def _parse_repo(index: int, table: Any, base_dir: Path, label: str, infer: bool = True) -> RepoSpec:
     if not isinstance(table, dict):
         raise ManifestError(f"{label}: repo #{index}: expected a table, got {type(table).__name__}")
     source = table.get("source")
@@ -199,7 +204,8 @@ def _parse_repo(index: int, table: Any, base_dir: Path, label: str) -> RepoSpec:
     _check_scalar(name, str, f"{entry}: key 'name'")
     if not _NAME_RE.match(name):
         raise ManifestError(f"{entry}: key 'name': {name!r} is not a valid name (letters, digits, . _ -)")
-    return RepoSpec(name=name, source=source, **kwargs)
+    return RepoSpec(name=name, source=source, infer_requirements=infer and "extra_test_requires" not in table,
+                    **kwargs)
 
 
 def parse_manifest(text: str, base_dir: Path, *, path: Path | None = None) -> Manifest:
@@ -226,7 +232,7 @@ def parse_manifest(text: str, base_dir: Path, *, path: Path | None = None) -> Ma
     repos: list[RepoSpec] = []
     seen: dict[str, int] = {}
     for index, table in enumerate(tables, start=1):  # 1-based, as a reader counts [[repo]]s
-        spec = _parse_repo(index, table, base, label)
+        spec = _parse_repo(index, table, base, label, defaults.get("infer_requirements", True))
         key = _canon(spec.name)
         if key in seen:
             raise ManifestError(

@@ -20,7 +20,7 @@ from .executors.local import LocalExecutor
 from .executors.registry import open_executor
 from .fills import null_fill
 from .judge import judge_run, judge_safely
-from .junit import PASSED, SKIPPED
+from .junit import FAILED, PASSED, SKIPPED
 from .limits import Limits
 from .process import run_command
 from .pytest_run import PytestInvocation, PytestRun, collected_files, run_pytest
@@ -29,7 +29,7 @@ from .sandbox import Isolation, decide_isolation
 from .verdict import JudgeConfig, Verdict
 
 __all__ = [
-    "Batch", "Budget", "Executor", "ExecutorConfig", "Isolation", "JudgeConfig", "Limits", "LocalExecutor",
+    "Batch", "Budget", "Executor", "ExecutorConfig", "FAILED", "Isolation", "JudgeConfig", "Limits", "LocalExecutor",
     "PASSED", "PytestInvocation", "PytestRun", "SKIPPED", "Verdict", "calibration_s", "collected_files",
     "decide_isolation", "judge_run", "judge_safely", "machine", "null_fill", "open_executor", "protected_paths",
     "require_opt_in", "run_command", "run_pytest", "split", "time_budget",

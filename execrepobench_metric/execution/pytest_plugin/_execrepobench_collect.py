@@ -15,7 +15,9 @@ this process (ITIMER_PROF): collection its own budget, each test its own (or the
 the phase raises PhaseBudgetExceeded.  Every run records what it measured in the `.done` record: the
 CPU seconds of the whole run, of start-up and collection, and of each test (os.times: this process and
 the children it waited for) - the data budgets are derived from.  Every run lifts hypothesis'
-wall-clock checks (`_lift_hypothesis_clock`).
+wall-clock checks (`_lift_hypothesis_clock`).  With EXECREPOBENCH_TEST_WALL_S (the builder's first baseline
+run only), each test may take that many wall seconds (ITIMER_REAL): a test that waits for a server, the
+network or a terminal fails with TestWallLimit and the builder deselects it by node id for the other runs.
 """
 import json
 import os
@@ -23,6 +25,7 @@ from functools import lru_cache
 from sys import audit as _audit
 from sys import modules as _modules
 from signal import ITIMER_PROF as _ITIMER_PROF, SIGPROF as _SIGPROF, setitimer as _setitimer
+from signal import ITIMER_REAL as _ITIMER_REAL, SIGALRM as _SIGALRM
 from signal import signal as _signal
 
 import pytest
@@ -47,6 +50,27 @@ def _budgets():
     except (OSError, ValueError, TypeError, AttributeError):
         return 0.0, {}, 0.0
 
+
+class TestWallLimit(BaseException):
+    """A test of a baseline run took longer than the run's per-test wall limit (it waits for something)."""
+
+
+def _wall_limit():
+    try:
+        return max(0.0, float(os.environ.get("EXECREPOBENCH_TEST_WALL_S") or 0))
+    except ValueError:
+        return 0.0
+
+
+_WALL_S = _wall_limit()
+
+
+def _over_wall(signum, frame):
+    raise TestWallLimit(f"exceeded the baseline's per-test limit of {_WALL_S:g} wall seconds (execrepobench)")
+
+
+if _WALL_S > 0:
+    _signal(_SIGALRM, _over_wall)
 
 _COLLECT_S, _TEST_S, _DEFAULT_S = _budgets()
 _ARMED = [0.0]  # the budget of the phase under way
@@ -79,11 +103,15 @@ elif _TEST_S or _DEFAULT_S > 0:
 @pytest.hookimpl(hookwrapper=True, tryfirst=True)
 def pytest_runtest_protocol(item, nextitem):
     _arm(_TEST_S.get(item.nodeid, _DEFAULT_S))
+    if _WALL_S > 0:
+        _setitimer(_ITIMER_REAL, _WALL_S)
     start = _cpu()
     try:
         yield
     finally:
         _arm(0)
+        if _WALL_S > 0:
+            _setitimer(_ITIMER_REAL, 0)
         _TEST_CPU[item.nodeid] = round(_TEST_CPU.get(item.nodeid, 0.0) + _cpu() - start, 4)
 
 
