@@ -74,6 +74,18 @@ def summarise(report: dict, versions: dict[str, str]) -> list[dict]:
     return rows
 
 
+def from_folders(out: Path, versions: dict[str, str]) -> list[dict]:
+    """The rows from every build folder under `out` (OUT/*/repos/NAME/report.json): a project's ok build wins,
+    else its latest report (builds run in several calls, or again after a fix)."""
+    found: dict[str, dict] = {}
+    for path in sorted(out.glob("*/repos/*/report.json"), key=lambda p: p.stat().st_mtime):
+        report = json.loads(path.read_text(encoding="utf-8"))
+        name = report.get("repo") or path.parent.name
+        if found.get(name, {}).get("status") != "ok":
+            found[name] = {**report, "repo": name}
+    return summarise({"repos": list(found.values())}, versions)
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, required=True)
@@ -82,7 +94,20 @@ def main(argv=None) -> int:
     parser.add_argument("--date", default="2026-12-01", help="newest release uploaded before the end of this day")
     parser.add_argument("--samples-per-repo", type=int, default=8)
     parser.add_argument("--repos-at-once", type=int, default=3, help="build this many projects per build call")
+    parser.add_argument("--report-only", action="store_true",
+                        help="build nothing: summarise the builds already under --out (OUT/unseen.toml's projects)")
     args = parser.parse_args(argv)
+    if args.report_only:
+        text = (args.out / "unseen.toml").read_text(encoding="utf-8")
+        versions = dict(re.findall(r'source = "pypi:([^=]+)==([^"]+)"', text))
+        rows = from_folders(args.out, versions)
+        for row in rows:
+            print(f"| {row['project']} | {row['version']} | {row['status']} | {row['kept']} | "
+                  f"{', '.join((row['requirements'] or {}).get('added', [])) or '-'} | "
+                  f"{json.dumps((row['test_config'] or {}).get('repairs', []))[:160] or '-'} | {row['reason'][:200]} |")
+        print(f"{sum(1 for r in rows if r['kept'])}/{len(rows)} projects gave verified samples")
+        (args.out / "unseen.json").write_text(json.dumps(rows, indent=1), encoding="utf-8")
+        return 0
     args.out.mkdir(parents=True, exist_ok=True)
     names = choose(args.count, args.seen)
     versions = pinned(names, f"{args.date}T23:59:59")

@@ -160,3 +160,19 @@ def test_a_hanging_test_is_found_in_the_first_run_and_deselected_in_the_others(t
     assert bl.WALL_LIMIT_ENV in runs[0].env and hung not in runs[0].deselect
     assert all(hung in inv.deselect and bl.WALL_LIMIT_ENV not in inv.env for inv in runs[1:]) and len(runs) >= 2
     assert bl.WALL_LIMIT_ENV not in " ".join(prepared.baseline.test_command)  # not in the judged command
+
+
+def test_a_plugin_that_crashes_pytest_is_switched_off(tmp_path):
+    """pytest-isort's INTERNALERROR without the cache provider (dictdiffer 0.10.0's `tests` extra): the
+    plugin's pytest11 entry point name is found in its dist-info and switched off."""
+    site = tmp_path / "venv" / "lib" / "python3.11" / "site-packages"
+    project(site, {"pytest_isort/__init__.py": "", "pytest_isort-4.0.0.dist-info/entry_points.txt":
+                   "[pytest11]\nisort=pytest_isort\n"})
+    output = (f'INTERNALERROR>   File "{site}/pluggy/_callers.py", line 1, in _multicall\n'
+              f'INTERNALERROR>   File "{site}/pytest_isort/__init__.py", line 60, in pytest_sessionstart\n'
+              "INTERNALERROR> AttributeError: 'Config' object has no attribute 'cache'\n")
+    spec = RepoSpec(name="demo", source="pypi:demo==1", test_paths=("tests",))
+    fixed, made = repair(spec, tmp_path, output, [])
+    assert made.kind == "plugin_disabled" and made.detail["plugin"] == "isort"
+    assert fixed.pytest_args == ("-p", "no:isort")
+    assert repair(fixed, tmp_path, output, []) is None  # switched off already: nothing more to try

@@ -4,11 +4,14 @@ repair at a time, each recorded in the build report - none silently changes what
 - an option in the repository's `addopts` that pytest does not know (its plugin is in no extra the
   environment installs: `unrecognized arguments: --flakes`) is removed from addopts;
 - an addopts `-p PLUGIN` that cannot be imported (`Error importing plugin "x"`) is removed;
+- a pytest plugin the environment installs that crashes pytest itself (an INTERNALERROR in its own code:
+  pytest-isort wants the cache provider our runs switch off) is switched off with `-p no:NAME`;
 - collection errors in some files (a helper module the sdist lacks) narrow the suite to the test files that
   collect; the files left out are named.
 """
 from __future__ import annotations
 
+import configparser
 import re
 import shlex
 from dataclasses import dataclass, replace
@@ -20,6 +23,8 @@ from .testlayout import modules_with_tests
 MAX_REPAIRS = 3
 _UNRECOGNIZED = re.compile(r"unrecognized arguments?: (.+)$", re.MULTILINE)
 _PLUGIN = re.compile(r"""Error importing plugin ["']([\w.\-]+)["']""")
+_INTERNAL_FRAME = re.compile(r'INTERNALERROR>\s+File "(?P<site>[^"]*?/site-packages)/(?P<module>[A-Za-z_]\w*)[/.]')
+_PYTEST_ITSELF = frozenset({"pluggy", "_pytest", "pytest", "coverage"})
 _COLLECT_ERROR = re.compile(r"^ERROR (?:collecting )?(\S+\.py)\b", re.MULTILINE)
 
 
@@ -89,6 +94,13 @@ def repair(spec: RepoSpec, root: Path, output: str, config_addopts: list[str]) -
         if removed:
             return _set_addopts(spec, found, config_addopts, kept), Repair(
                 "addopts_plugin_removed", {"removed": ["-p", plugin], "why": m[0][:200]})
+    frames = [m for m in _INTERNAL_FRAME.finditer(output) if m["module"] not in _PYTEST_ITSELF]
+    if frames:
+        name = _entry_point(Path(frames[-1]["site"]), frames[-1]["module"])
+        if name and f"no:{name}" not in spec.pytest_args:
+            return replace(spec, pytest_args=(*spec.pytest_args, "-p", f"no:{name}")), Repair(
+                "plugin_disabled", {"plugin": name, "module": frames[-1]["module"],
+                                    "why": "an INTERNALERROR in the plugin's own code"})
     broken = sorted(set(_COLLECT_ERROR.findall(output)))
     if broken:
         files = list(modules_with_tests(root, tuple(spec.test_paths))) if spec.test_paths else []
@@ -97,4 +109,19 @@ def repair(spec: RepoSpec, root: Path, output: str, config_addopts: list[str]) -
             return replace(spec, test_paths=tuple(good)), Repair(
                 "suite_narrowed", {"left_out": broken, "kept_files": len(good),
                                    "why": "these files do not collect here (see the error lines of pytest)"})
+    return None
+
+
+def _entry_point(site: Path, module: str) -> str | None:
+    """The pytest11 entry-point name under which `module` is registered in `site` (its dist-info)."""
+    for path in sorted(site.glob("*.dist-info/entry_points.txt")):
+        parser = configparser.ConfigParser(interpolation=None, delimiters=("=",))
+        try:
+            parser.read(path, encoding="utf-8")
+        except (configparser.Error, UnicodeDecodeError):
+            continue
+        if parser.has_section("pytest11"):
+            for name, value in parser.items("pytest11"):
+                if value.strip().split(":")[0].split(".")[0] == module:
+                    return name.strip()
     return None
