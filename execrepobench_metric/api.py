@@ -40,7 +40,8 @@ from .scoring import edit_similarity, latex_row, summarize
 
 # What a result holds besides the scores: where and how it was judged, the LaTeX row, per-completion rows.
 REPORT_KEYS = ("sandbox", "sandbox_note", "executor", "latex", "artifacts_base", "details", "budgets",
-               "suspicious_reasons", "canaries", "canaries_passed", "refused_reasons", "impossible/cheaters")
+               "suspicious_reasons", "canaries", "canaries_passed", "refused_reasons", "impossible/cheaters",
+               "impossible/errors")
 
 
 def split_result(result: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
