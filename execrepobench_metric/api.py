@@ -31,7 +31,7 @@ from .execution.engine import EngineConfig, judge_all, require_opt_in
 from .execution.evidence import default_root
 from .execution.executors.base import ExecutorConfig
 from .execution.executors.registry import open_executor, require_executor
-from .execution.impossible import impossible_scores
+from .execution.impossible_scores import impossible_scores
 from .execution.verdict import REASONS, JudgeConfig
 from .inputs import SELECTIONS, InputError, check_inputs, check_prediction  # noqa: F401  (SELECTIONS: public here)
 from .options import EvaluationOptions, RuntimeOptions, from_kwargs

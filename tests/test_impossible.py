@@ -11,7 +11,8 @@ import pytest
 from conftest import make_sample
 from execrepobench_dataset.record import read_jsonl
 from execrepobench_metric.execution.engine import EngineConfig, result_key
-from execrepobench_metric.execution.impossible import impossible_line, impossible_scores, judged_functions, perturb
+from execrepobench_metric.execution.impossible import impossible_line, judged_functions, perturb
+from execrepobench_metric.execution.impossible_scores import impossible_scores
 from execrepobench_metric.execution.judge import judge
 from execrepobench_metric.execution.verdict import JudgeConfig
 
