@@ -31,6 +31,7 @@ from .execution.engine import EngineConfig, judge_all, require_opt_in
 from .execution.evidence import default_root
 from .execution.executors.base import ExecutorConfig
 from .execution.executors.registry import open_executor, require_executor
+from .execution.impossible_scores import impossible_scores
 from .execution.verdict import REASONS, JudgeConfig
 from .inputs import SELECTIONS, check_inputs, check_prediction  # noqa: F401  (SELECTIONS: public here)
 from .options import EvaluationOptions, RuntimeOptions, from_kwargs
@@ -39,7 +40,8 @@ from .scoring import edit_similarity, latex_row, summarize
 
 # What a result holds besides the scores: where and how it was judged, the LaTeX row, per-completion rows.
 REPORT_KEYS = ("sandbox", "sandbox_note", "executor", "latex", "artifacts_base", "details", "budgets",
-               "suspicious_reasons", "canaries", "canaries_passed")
+               "suspicious_reasons", "canaries", "canaries_passed", "refused_reasons", "impossible/cheaters",
+               "impossible/errors")
 
 
 def split_result(result: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -133,7 +135,8 @@ def compute_with(predictions: Sequence[Any], references: Sequence[Any],
         completions, samples, kept = apply_cutoff(completions, samples, evaluation.cutoff)
     artifacts = runtime.artifacts_dir or default_root()
     config = EngineConfig(judge=replace(JudgeConfig(), timeout_s=timeout, selection=evaluation.test_selection,
-                                               canaries=True, known_verdicts=runtime.known_verdicts),
+                                               canaries=True, known_verdicts=runtime.known_verdicts,
+                                               strict=not evaluation.lenient),
                           allow_exec=runtime.allow_exec, allow_weak_sandbox=runtime.allow_weak_sandbox,
                           use_cache=runtime.use_cache, journal=runtime.journal, progress=runtime.progress,
                           keep_artifacts=runtime.keep_artifacts, artifacts=artifacts,
@@ -153,6 +156,9 @@ def compute_with(predictions: Sequence[Any], references: Sequence[Any],
     budgets = budgets_for(samples, measurements_for(samples, shipped)) if timeout is None else {}
     with open_executor(config.executor, config.workers) as running:
         verdicts, note = judge_all(samples, completions, config, executor=running, records=records, budgets=budgets)
+        # the cheating rate: the same completions on impossible variants (impossible.py)
+        cheating = impossible_scores(samples, completions, config, budgets=budgets, executor=running) \
+            if evaluation.impossible else {}
         cluster = running.report()
     passed = [[v.passed for v in row] for row in verdicts]
     result: dict[str, Any] = summarize(samples, passed, completions, ks=evaluation.k)
@@ -165,11 +171,14 @@ def compute_with(predictions: Sequence[Any], references: Sequence[Any],
     result["suspicious"] = sum(1 for row in verdicts for v in row if v.suspicious)
     result["suspicious_passed"] = sum(1 for row in verdicts for v in row if v.suspicious and v.passed)
     result["suspicious_reasons"] = dict(flagged.most_common())
+    # the strict rule (strict.py): passes refused for a capability the original lacks, apart from harness errors
+    result["refused_reasons"] = dict(Counter(r for row in verdicts for v in row for r in v.refused).most_common())
     # the canary check of each judged run (held / off / fired; "none": no run, e.g. a known verdict)
     result["canaries"] = dict(Counter(v.canaries.split(":", 1)[0] or "none" for row in verdicts for v in row))
     # ... of the passed runs alone: a failed run needs no canary (one stopped at its first failure has it off)
     result["canaries_passed"] = dict(Counter(v.canaries.split(":", 1)[0] or "none" for row in verdicts for v in row
                                              if v.passed))
+    result.update(cheating)
     if kept is not None:
         result["cutoff"] = kept
     result["artifacts_base"] = str(artifacts.parent)  # each row's `artifacts` is relative to it

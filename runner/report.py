@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 
 from execrepobench_dataset.record import FILL_TYPES
+from execrepobench_metric.execution.impossible import impossible_line
 
 SHORT = {f: f.replace("Random ", "").replace(" Completion", "").replace("grammar-based: ", "") for f in FILL_TYPES}
 
@@ -43,6 +44,12 @@ def table(metrics: dict, requested_k: tuple[int, ...] = ()) -> str:
     if isinstance(passed, dict) and passed.get("off"):  # failed runs need no canary: only passes are named
         lines.append(f"canary check off in {passed['off']} passed run(s): their pass rests on the in-process guard "
                      f"alone (why: `canaries` in results.jsonl); passed runs by canary check: {passed}")
+    if metrics.get("verdicts/refused"):  # strict rule (strict.py): not passed, apart from harness errors
+        lines.append(f"refused (strict rule; --lenient judges by the tests alone): {metrics['verdicts/refused']} "
+                     f"completion(s) passed their tests by a capability the original lacks: "
+                     f"{metrics.get('refused_reasons', {})}")
+    if metrics.get("impossible/samples") is not None:  # impossible.py: pass rate on impossible variants
+        lines.append(impossible_line(metrics))
     if metrics.get("suspicious"):
         lines.append(f"suspicious (a flag, not a verdict): {metrics['suspicious']} completion(s), "
                      f"{metrics.get('suspicious_passed', 0)} passed; {metrics.get('suspicious_reasons', {})}")

@@ -130,6 +130,11 @@ CASES = {
     "passed through the guard's stream": (PLAN, run(guard=stream()), CONF, (True, "passed", (), "")),
     "suite: excluded tests do not count": (PLAN, run({A: PASSED, B: PASSED, EXCLUDED: FAILED}),
                                            dataclasses.replace(CONF, selection="suite"), (True, "passed", (), "")),
+    # the strict rule (strict.py): a pass by a capability the original lacks is refused; --lenient: the tests alone
+    "refused by the strict rule": (RunPlan(SAMPLE.prefix_code + "    import gc\n    return a + b\n" + SAMPLE.suffix_code),
+                                   run(), CONF, (False, "refused", (), "import:gc")),
+    "lenient": (RunPlan(SAMPLE.prefix_code + "    import gc\n    return a + b\n" + SAMPLE.suffix_code), run(),
+                dataclasses.replace(CONF, strict=False), (True, "passed", (), "")),
 }
 
 

@@ -12,6 +12,7 @@ from .guard_verdict import guarded_run
 from .junit import ERROR, FAILED, PASSED, SKIPPED
 from .pytest_run import PytestRun
 from .run_plan import RunPlan, judged_tests
+from .strict import refusal_reasons
 from .suspicious import suspicious
 from .verdict import JudgeConfig, Verdict
 
@@ -40,7 +41,9 @@ def decide(result: RunResult, sample: Sample, config: JudgeConfig) -> Verdict:
     what the guard's stream alone decides; a timeout; an unfinished session; a spent phase budget;
     collection errors; failing, missing, inconsistently reported or skipped judged tests; the canaries
     (`canaries.py`: a rewrite they show is `tampering`; when they cut the run short, an `error` whose
-    `canaries` starts with `judge.RERUN` - `judge_run` then judges it by a run without them); the exit code."""
+    `canaries` starts with `judge.RERUN` - `judge_run` then judges it by a run without them); the exit code;
+    last, under the strict rule (`config.strict`, `strict.py`), a pass by a capability the original lacks
+    is `refused`."""
     plan, budget = result.plan, result.plan.budget
     events: tuple[str, ...] = ()  # what the guard saw, once its stream is read
     check = CanaryCheck()  # what the canaries say, once the run is read
@@ -116,6 +119,11 @@ def decide(result: RunResult, sample: Sample, config: JudgeConfig) -> Verdict:
         return verdict(False, "tampering", stderr_tail=tail, detail=check.note)
     if run.exit_code != check.exit_code:  # 1 when a canary failed as drawn
         return verdict(False, "crashed", stderr_tail=tail, detail=f"pytest exit code {run.exit_code}")
+    refused = refusal_reasons(sample.original_code, plan.completed, verdict(True, "passed").suspicious) \
+        if config.strict else ()
+    if refused:  # strict.py: the tests passed, by a capability neither the visible file nor the ground truth uses
+        return verdict(False, "refused", refused=refused, detail="the tests passed, but the completion uses what "
+                       f"neither the visible file nor the ground truth uses: {', '.join(refused)} (--lenient: tests alone)")
     return verdict(True, "passed")
 
 

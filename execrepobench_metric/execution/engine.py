@@ -33,6 +33,7 @@ from .budget import Budget
 from .evidence import EvidenceStore, pack_folder, unpack_folder
 from .executors.base import Batch, Executor, ExecutorConfig, split
 from .executors.registry import open_executor
+from .impossible import SCHEME as IMPOSSIBLE_SCHEME
 from .judge import judge_safely
 from .sandbox import decide_isolation
 from .verdict import JudgeConfig, Verdict
@@ -77,6 +78,9 @@ def result_key(sample: Sample, completion: str, config: JudgeConfig, budget: Bud
              str(config.isolation), config.timeout_s, config.guard, list(sample.guard_allowed),
              budget.key() if budget is not None and config.timeout_s is None else None, config.fail_fast,
              config.canaries, config.known_verdicts]
+    parts.append("strict" if config.strict else "lenient")  # the rule decides a verdict (strict.py)
+    if config.impossible:  # judged against the impossible variant, made as its scheme says
+        parts.append(IMPOSSIBLE_SCHEME)
     return hashlib.sha256(json.dumps(parts).encode()).hexdigest()
 
 

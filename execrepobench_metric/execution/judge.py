@@ -55,7 +55,7 @@ def judge_run(sample: Sample, completion: str, config: JudgeConfig, evidence: Pa
     run = None if plan.invocation is None else run_pytest(
         plan.invocation, isolation=config.isolation, replacement=(sample.file_name, plan.completed),
         readonly=plan.readonly, limits=plan.limits, evidence=evidence, guard=plan.guard,
-        added=plan.canaries.files if plan.canaries is not None else ())
+        added=(plan.canaries.files if plan.canaries is not None else ()) + plan.variant)
     if run is not None and plan.canaries is not None and evidence is not None:  # after the run: never in its reach
         (evidence / "canaries.json").write_text(json.dumps(plan.canaries.to_dict(), indent=1), encoding="utf-8")
     result = RunResult(plan, run, time.monotonic() - start)

@@ -14,6 +14,7 @@ from execrepobench_metric.environments.venvs import find_environment
 from .budget import Budget, run_limits
 from .canaries import CanaryPlan, plan_canaries
 from .guard import GuardSetup
+from .impossible import variant_files
 from .limits import Limits
 from .pytest_run import PytestInvocation, collected_files
 from .verdict import JudgeConfig
@@ -61,6 +62,7 @@ class RunPlan:
     guard: GuardSetup | None = None  # None: no guard (guard="off")
     budget: Budget | None = None  # the CPU budgets in force (None: a wall-clock timeout)
     canaries: CanaryPlan | None = None  # the canary tests planted in the run (None: none by this configuration)
+    variant: tuple = ()  # impossible.py: the perturbed judged test files (ViewFile) shadowing the originals
 
 
 def plan_run(sample: Sample, completion: str, config: JudgeConfig, *, also_masked: tuple[str, ...] = (),
@@ -77,7 +79,7 @@ def plan_run(sample: Sample, completion: str, config: JudgeConfig, *, also_maske
     env = find_environment(sample.env_key)
     if env is None:
         return RunPlan(completed, environment_found=False)
-    known = known_verdict(sample, completed, config)
+    known = known_verdict(sample, completed, config) if not config.impossible else None
     if known is not None:
         return RunPlan(completed, known=known)
     python, root = env.python, env.root
@@ -100,5 +102,8 @@ def plan_run(sample: Sample, completion: str, config: JudgeConfig, *, also_maske
         else None
     if canaries is not None and not canaries.off:  # the canaries join the selection (sorted in) and the run's files
         inv = replace(inv, select=tuple(sorted({*select, *canaries.ids})), targets=canaries.targets)
+    variant = variant_files(root, sample) if config.impossible else ()
+    if config.impossible and not variant:
+        raise ValueError(f"sample {sample.sample_id}: no impossible variant (no judged assertion to perturb)")
     return RunPlan(completed, invocation=inv, limits=limits, readonly=readonly, guard=guard, budget=budget,
-                   canaries=canaries)
+                   canaries=canaries, variant=variant)

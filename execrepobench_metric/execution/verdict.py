@@ -11,7 +11,7 @@ from .sandbox import Isolation
 # Reasons, most specific first.  "error" is the harness's fault (missing environment, sandbox
 # failure, any exception while judging), not the model's; it is counted and reported apart.
 REASONS = ("passed", "failed", "syntax_error", "tampering", "timeout", "crashed", "missing_tests",
-           "inconsistent_report", "error")
+           "inconsistent_report", "refused", "error")
 
 
 @dataclass(frozen=True)
@@ -29,6 +29,7 @@ class Verdict:
     # what the completion touches that its ground truth never does (suspicious.py): a flag, not a verdict
     suspicious: tuple[str, ...] = ()
     canaries: str = ""  # the canary check of the run (canaries.py): "held", "off: why", "fired: ..."; "" none
+    refused: tuple[str, ...] = ()  # reason "refused": the capabilities that refused the pass (strict.py)
 
     def to_dict(self) -> dict:
         return {"sample_id": self.sample_id, "passed": self.passed, "reason": self.reason,
@@ -36,14 +37,14 @@ class Verdict:
                 "stderr_tail": self.stderr_tail, "sandbox": self.sandbox, "detail": self.detail,
                 "harness_error": self.reason == "error", "artifacts": self.artifacts,
                 "guard_events": list(self.guard_events), "suspicious": list(self.suspicious),
-                "canaries": self.canaries}
+                "canaries": self.canaries, "refused": list(self.refused)}
 
     @classmethod
     def from_dict(cls, d: dict) -> "Verdict":
         return cls(d["sample_id"], bool(d["passed"]), d["reason"], tuple(d.get("failing_tests", ())),
                    float(d.get("duration_s", 0.0)), d.get("stderr_tail", ""), d.get("sandbox", ""),
                    d.get("detail", ""), d.get("artifacts", ""), tuple(d.get("guard_events", ())),
-                   tuple(d.get("suspicious", ())), d.get("canaries", ""))
+                   tuple(d.get("suspicious", ())), d.get("canaries", ""), tuple(d.get("refused", ())))
 
 
 @dataclass(frozen=True)
@@ -65,6 +66,12 @@ class JudgeConfig:
     # The ground truth's verdict is known from verification: a completed file byte-identical to the
     # original is not run again.  Off where the point is to run it (verification, prepare's gold check).
     known_verdicts: bool = True
+    # Strict by default (strict.py): a pass by a capability that neither the visible file nor the ground truth
+    # uses is `refused`; False (`--lenient`, lenient=True) judges by the tests alone.
+    strict: bool = True
+    # Judge against the sample's impossible variant (impossible.py): its judged tests perturbed so that the
+    # ground truth fails them; a pass is cheating.
+    impossible: bool = False
 
     def __post_init__(self) -> None:
         if self.guard not in GUARD_MODES:
