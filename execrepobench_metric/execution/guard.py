@@ -1,12 +1,26 @@
-"""The judge's side of the in-process guard: the channel it opens, the evidence it reads back.
+"""The judge's side of the in-process guard: the channel it opens, the collector that reads it, the evidence.
 
 The guard (`pytest_plugin/_execrepobench_guard*.py`) runs inside the sandboxed pytest process and
-streams each fact (collected tests, each test's call report, its subtests' reports and any setup /
-teardown that did not pass, completion-attributed events, the end of the session, the exit) as it happens to a file descriptor opened here, one line each, chained with an
-HMAC-SHA256 whose key reaches the process through a pipe it reads and closes before any repository
-code runs.  The stream is an unnamed temporary file of this process: the sandbox cannot open it by a
-path, and whatever the code under test does to the descriptor (truncate, seek, write) breaks the
-chain or cuts its end - never produces a valid "passed".
+writes each fact (collected tests, each test's call report, its subtests' reports and any setup /
+teardown that did not pass, completion-attributed events, the end of the session, the exit) as it
+happens, one line each, chained with an HMAC-SHA256 whose key reaches the process through a pipe it
+reads and closes before any repository code runs.
+
+The channel is a pipe held by the judge (`GuardChannel`): a reader thread here, started before the
+run, drains it as lines arrive and stamps each chunk with its arrival time, so a large run never
+blocks on a full pipe buffer and nothing the process does later can reach what was already read -
+a pipe cannot be sought, truncated or rewritten.  `read_evidence` gives each fact one voice: the
+first word about a test's phase is final (a second one is damage), and once the session's `finish`
+line has arrived, nothing but its `exit` line counts; whatever comes after (at interpreter exit, in a
+finalizer, from a thread left running) is recorded as `late` and changes no verdict.  The HMAC chain
+still matters: the completion can write into the descriptor it inherits, and a line without the key
+breaks the chain (damage while tests run, noise after the finish).  What the chain does not give:
+code running in the process unattributed that reaches the guard's closures could write lines with a
+valid chain while tests run - attribution (`_execrepobench_guard_attribution`) is what keeps the
+completion's code from doing so; see docs/judging.md.
+
+Mode "legacy" (tests only) restores the former channel: an unnamed temporary file read after the run,
+which code in the process can rewrite at exit (and the former attribution, see the guard's plugin).
 """
 from __future__ import annotations
 
@@ -14,8 +28,11 @@ import hashlib
 import hmac
 import json
 import os
+import select
 import subprocess
 import tempfile
+import threading
+import time
 from collections import Counter
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -23,11 +40,14 @@ from pathlib import Path
 
 from execrepobench_metric.defaults import PROBE_TIMEOUT_S
 
-GUARD_MODES = ("enforce", "record", "off", "blind")  # "blind": evidence without refusals (tests only)
+# "blind": evidence without refusals; "legacy": the former channel and attribution (both for tests only)
+GUARD_MODES = ("enforce", "record", "off", "blind", "legacy")
 BOOTSTRAP = "_execrepobench_guard"
 SETTINGS_VAR = "EXECREPOBENCH_GUARD"
 _RANK = {"passed": 0, "skipped": 1, "failed": 2, "error": 3}
 NEVER_STARTED = "the guard never started"
+STREAM_CAP = 64 * 1024 * 1024  # bytes of a run's stream kept; more is drained and dropped (damage)
+DRAIN_S = 2.0  # after the process ended: how long the collector keeps reading a pipe that still has writers
 
 
 @dataclass(frozen=True)
@@ -44,8 +64,8 @@ class GuardSetup:
     also_masked: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        if self.mode not in ("enforce", "record", "blind"):
-            raise ValueError(f"guard mode {self.mode!r}: use 'enforce', 'record' or 'blind'")
+        if self.mode not in ("enforce", "record", "blind", "legacy"):
+            raise ValueError(f"guard mode {self.mode!r}: use 'enforce', 'record', 'blind' or 'legacy'")
 
 
 @dataclass(frozen=True)
@@ -63,6 +83,7 @@ class GuardEvidence:
     guard_errors: tuple[str, ...] = ()
     finished: bool = False  # pytest reached the end of its session
     exit_code: int | None = None  # what pytest returned; None: the process never got there
+    late: int = 0  # lines after the session's finish (beyond its exit line): recorded, never read
 
 
 def _unescape(text: str) -> str:
@@ -77,41 +98,66 @@ def _unescape(text: str) -> str:
     return "".join(out)
 
 
-def verify_lines(data: bytes, key: bytes) -> tuple[list[list[str]], str]:
-    """(lines as fields, problem): every line must carry the next sequence number and a valid chained mac."""
-    lines, prev = [], b""
+def _checked(data: bytes, key: bytes):
+    """Yield (line number, fields, problem) in order: fields of each line that carries the next sequence
+    number and a valid chained mac; at the first line that does not (or a cut last line), its problem."""
+    prev = b""
     chunks = data.split(b"\n")
-    if chunks and chunks[-1] == b"":
-        chunks.pop()
-    elif chunks:
-        return lines, "the stream ends inside a line"
+    cut = bool(chunks) and chunks[-1] != b""
+    chunks.pop()  # the part after the last newline: empty, or a cut line
     for number, raw in enumerate(chunks, 1):
         body, _, mac = raw.rpartition(b"\t")
         expected = hmac.new(key, prev + body, hashlib.sha256).hexdigest().encode()
         if not body or not hmac.compare_digest(mac, expected):
-            return lines, f"line {number} is not the guard's (bad mac)"
+            yield number, [], f"line {number} is not the guard's (bad mac)"
+            return
         prev = bytes.fromhex(mac.decode())
         fields = [_unescape(f) for f in body.decode("utf-8", "surrogatepass").split("\t")]
         if fields[0] != str(number):
-            return lines, f"line {number} is out of sequence"
-        lines.append(fields[1:])
+            yield number, [], f"line {number} is out of sequence"
+            return
+        yield number, fields[1:], ""
+    if cut:
+        yield len(chunks) + 1, [], "the stream ends inside a line"
+
+
+def verify_lines(data: bytes, key: bytes) -> tuple[list[list[str]], str]:
+    """(lines as fields, problem): every line must carry the next sequence number and a valid chained mac."""
+    lines = []
+    for _, fields, problem in _checked(data, key):
+        if problem:
+            return lines, problem
+        lines.append(fields)
     return lines, ""
 
 
 def read_evidence(data: bytes, key: bytes) -> GuardEvidence:
-    lines, problem = verify_lines(data, key)
-    if problem:
-        return GuardEvidence(problem=problem)
-    if not lines:
-        return GuardEvidence(problem=NEVER_STARTED)
-    if lines[0][0] != "hello":
-        return GuardEvidence(problem="the stream does not begin with the guard's first line")
-    collected, outcomes, errors, tamper, events, guard_errors, sources = (), {}, [], [], [], [], []
-    finished, exit_code, phases, copies = False, None, {}, Counter()
-    for kind, *rest in lines[1:]:
-        if exit_code is not None:
-            return GuardEvidence(problem="lines after the exit line")
+    """What the stream proves, read in arrival order.  The first word about each fact is final: a second
+    report of a test's phase, a second collection or hello is damage.  Once the `finish` line is in, only
+    the `exit` line (and the guard's own refusals or faults until then: they can only fail a run) is read;
+    anything else - more reports, damaged or foreign lines, anything after `exit` - is counted as `late`."""
+    total = data.count(b"\n") + (0 if data.endswith(b"\n") or not data else 1)
+    collected, outcomes, errors, tamper, events, guard_errors, sources = None, {}, [], [], [], [], []
+    finished, exit_code, phases, copies, late, number = False, None, {}, Counter(), 0, 0
+    for number, fields, problem in _checked(data, key):
+        if problem or exit_code is not None:
+            if not finished:
+                return GuardEvidence(problem=problem or "lines after the exit line")
+            late += total - number + 1
+            break
+        kind, rest = fields[0], fields[1:]
+        if number == 1:
+            if kind != "hello":
+                return GuardEvidence(problem="the stream does not begin with the guard's first line")
+            continue
+        if finished and kind not in ("exit", "tamper", "guard-error"):
+            late += 1
+            continue
+        if kind == "hello":
+            return GuardEvidence(problem="a second first line")
         if kind == "collected":
+            if collected is not None:
+                return GuardEvidence(problem="a second collection")
             collected, copies = tuple(rest), Counter(rest)
         elif kind in ("report", "subreport") and len(rest) == 3:
             nodeid, outcome = rest[0], rest[2]
@@ -135,8 +181,10 @@ def read_evidence(data: bytes, key: bytes) -> GuardEvidence:
             finished = True
         elif kind == "exit":
             exit_code = int(rest[0])
-    return GuardEvidence("", collected, outcomes, tuple(errors), tuple(tamper), tuple(sorted(set(events))),
-                         tuple(sorted(set(sources))), tuple(guard_errors), finished, exit_code)
+    if number == 0:
+        return GuardEvidence(problem=NEVER_STARTED)
+    return GuardEvidence("", collected or (), outcomes, tuple(errors), tuple(tamper), tuple(sorted(set(events))),
+                         tuple(sorted(set(sources))), tuple(guard_errors), finished, exit_code, late)
 
 
 def precompile(python: str, plugin_dir: Path) -> None:
@@ -156,38 +204,107 @@ def _compile(python: str, plugin_dir: str, stamp: float) -> bool:
 
 
 class GuardChannel:
-    """Open before the run (key pipe + stream file), hand over with `pass_fds`, read after the run."""
+    """Open before the run (key pipe + stream pipe), hand over with `pass_fds`; `start()` the collector
+    before the process starts, `stop()` it when the process has ended, then `read()`."""
 
     def __init__(self, setup: GuardSetup, evidence_dir: Path) -> None:
         self.key = os.urandom(32)
-        self.stream = tempfile.TemporaryFile(prefix="erb-guard-")
         read_end, write_end = os.pipe()
         os.write(write_end, self.key)
         os.close(write_end)
         self.key_pipe = os.fdopen(read_end, "rb")  # closed here after the run (or when collected)
         self.key_fd = read_end
+        self.legacy = setup.mode == "legacy"
+        if self.legacy:  # the former channel (tests only): a file the process could rewrite until it exits
+            self.stream = tempfile.TemporaryFile(prefix="erb-guard-")
+            self.write_fd, self.read_fd = self.stream.fileno(), None
+        else:
+            self.read_fd, self.write_fd = os.pipe()
+            os.set_blocking(self.read_fd, False)
+        self._chunks: list[tuple[float, bytes]] = []  # (seconds since start(), bytes) as they arrived
+        self._size, self._dropped, self._stop = 0, 0, threading.Event()
+        self._thread: threading.Thread | None = None
+        self._started = self.ended = 0.0
         # the masked file is resolved against the working directory (the repository's view) in the run
         self.settings = {"mode": setup.mode, "masked": setup.masked_file, "also_masked": list(setup.also_masked),
                          "allowed": list(setup.allowed),
-                         "evidence": str(evidence_dir), "stream_fd": self.stream.fileno(), "key_fd": read_end}
+                         "evidence": str(evidence_dir), "stream_fd": self.write_fd, "key_fd": read_end}
 
     @property
     def pass_fds(self) -> tuple[int, int]:
-        return self.stream.fileno(), self.key_fd
+        return self.write_fd, self.key_fd
 
     def env(self) -> dict[str, str]:
         return {SETTINGS_VAR: json.dumps(self.settings)}
 
+    def start(self) -> None:
+        """Start the collector (before the process): a thread that drains the pipe as lines arrive."""
+        self._started = time.monotonic()
+        if not self.legacy:
+            self._thread = threading.Thread(target=self._collect, name="erb-guard-collector", daemon=True)
+            self._thread.start()
+
+    def _collect(self) -> None:
+        poller = select.poll()
+        poller.register(self.read_fd, select.POLLIN)
+        while True:
+            if not poller.poll(50):
+                if self._stop.is_set():  # the process has ended and nothing more is waiting
+                    return
+                continue
+            if self._stop.is_set() and time.monotonic() - self._started - self.ended > DRAIN_S:
+                return  # something outside the run's process group still writes: what it says is late anyway
+            try:
+                chunk = os.read(self.read_fd, 1 << 16)
+            except BlockingIOError:
+                continue
+            if not chunk:  # every writer is gone
+                return
+            if self._size + len(chunk) > STREAM_CAP:
+                self._dropped += len(chunk)  # drained (the writer never blocks), never kept
+                continue
+            self._size += len(chunk)
+            self._chunks.append((time.monotonic() - self._started, chunk))
+
+    def stop(self) -> None:
+        """The process has ended: close our write end, let the collector drain what is left, and wait."""
+        if self._stop.is_set():
+            return
+        self.ended = time.monotonic() - self._started
+        if self.legacy or self._thread is None:
+            self._stop.set()
+            return
+        if self.write_fd is not None:
+            os.close(self.write_fd)
+            self.write_fd = None
+        self._stop.set()
+        self._thread.join()
+
+    def data(self) -> bytes:
+        if self.legacy:
+            self.stream.seek(0)
+            return self.stream.read()
+        return b"".join(chunk for _, chunk in self._chunks)
+
     def read(self) -> GuardEvidence:
-        self.stream.seek(0)
-        return read_evidence(self.stream.read(), self.key)
+        if self._dropped:
+            return GuardEvidence(problem=f"the stream exceeded {STREAM_CAP} bytes")
+        return read_evidence(self.data(), self.key)
 
     def keep(self, path: Path) -> None:
-        """A copy of the raw stream (for a run's evidence folder)."""
+        """A copy of the raw stream (for a run's evidence folder), and when each part of it arrived."""
         path.parent.mkdir(parents=True, exist_ok=True)
-        self.stream.seek(0)
-        path.write_bytes(self.stream.read())
+        path.write_bytes(self.data())
+        arrivals = [{"at_s": round(at, 4), "bytes": len(chunk), "lines": chunk.count(b"\n")}
+                    for at, chunk in self._chunks]
+        path.with_name(path.stem + "_arrivals.json").write_text(
+            json.dumps({"process_ended_s": round(self.ended, 4), "chunks": arrivals}, indent=1), encoding="utf-8")
 
     def close(self) -> None:
-        self.stream.close()
+        self.stop()
+        if self.legacy:
+            self.stream.close()
+        elif self.read_fd is not None:
+            os.close(self.read_fd)
+            self.read_fd = None
         self.key_pipe.close()
