@@ -90,7 +90,7 @@ def create_builtin(spec):
 
 def finalize_init(self, obj, func, /, *args, **kwargs):
     _finalize_init(self, obj, func, *args, **kwargs)
-    _audit("execrepobench.finalize_new", self, self._registry)
+    _audit("execrepobench.finalize_new", self, self._registry.get(self))
 
 
 def finalize_call(self, _=None):

@@ -23,14 +23,22 @@ unattributed (whatever frame is current when it fires is not the completion's). 
 """
 import _thread
 import functools
+import sys
 
 
-def make_callbacks(legacy, originals, attributed, theirs, sensitive, busy, tainted_codes, skip_types, text):
+def _traceback():
+    try:
+        raise ValueError
+    except ValueError:
+        return sys.exc_info()[2]
+
+
+def make_callbacks(legacy, originals, attributed, theirs, sensitive, busy, tainted_codes, skip_types, text, info_type):
     """-> handle(event, args, caller) for the events `execrepobench.finalize_new`, `.finalize`, `.atexit`,
     `.class`, `.outcome`; True = refuse."""
-    _type, _id, _list, _vars, _callable, _hasattr, _isinstance = type, id, list, vars, callable, hasattr, isinstance
+    _type, _id, _list, _vars, _callable, _any = type, id, list, vars, callable, any
     _partial, _ident, _issubclass, _str, _getattr = functools.partial, _thread.get_ident, issubclass, str, getattr
-    _function_type = _type(make_callbacks)
+    _function_type, _mro, _tb_type = _type(make_callbacks), type.__dict__["__mro__"].__get__, _type(_traceback())
     register_atexit = originals["atexit"]
     honest = {}  # id(finalize) -> (finalize, func, args, kwargs) as an unattributed caller registered them
 
@@ -51,17 +59,15 @@ def make_callbacks(legacy, originals, attributed, theirs, sensitive, busy, taint
         finally:
             busy.pop(me, None)
 
-    def finalize_new(finalizer, registry, caller):
-        if legacy or attributed(caller):
+    def finalize_new(finalizer, info, caller):
+        if legacy or _type(info) is not info_type or attributed(caller):
             return
-        info = quietly(registry.get, finalizer)
-        if info is not None:
-            honest[_id(finalizer)] = (finalizer, info.func, info.args, info.kwargs)
+        honest[_id(finalizer)] = (finalizer, info.func, info.args, info.kwargs)
 
     def finalize_call(finalizer, info, box):
         known = honest.pop(_id(finalizer), None)
-        genuine = known is not None and known[0] is finalizer and known[1] is info.func and \
-            known[2] is info.args and known[3] is info.kwargs
+        genuine = known is not None and _type(info) is info_type and known[0] is finalizer and \
+            known[1] is info.func and known[2] is info.args and known[3] is info.kwargs
         box.append(own_call if legacy or genuine else theirs_call)
 
     def on_class(cls):
@@ -71,16 +77,17 @@ def make_callbacks(legacy, originals, attributed, theirs, sensitive, busy, taint
                 quietly(_type.__setattr__, cls, name, _partial(theirs_call, value))
 
     def frameless(value):
-        kind = _type(value)
+        """A callable that runs without a frame of its own when a slot calls it (no `__get__`: not bound)."""
+        kind = _type(value)  # (looked up in the classes' own dicts: no metaclass code runs here)
         return kind is not _function_type and not _issubclass(kind, _type) and _callable(value) and \
-            not _hasattr(kind, "__get__")
+            not _any("__get__" in _vars(k) for k in _mro(kind))
 
     def on_outcome(call, nodeid):
         info = call.excinfo
-        if info is None or not _isinstance(info.value, skip_types):
+        if info is None or not _issubclass(_type(info.value), skip_types):
             return False
         tb = info.tb
-        while tb is not None:
+        while _type(tb) is _tb_type:
             frame = quietly(_getattr, tb, "tb_frame")
             if quietly(theirs, frame.f_code):
                 return sensitive("skip", nodeid)

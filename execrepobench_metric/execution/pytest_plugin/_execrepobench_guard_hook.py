@@ -88,7 +88,8 @@ def install(cfg, key, fd, genuine, originals):
     run_state = {"ran": False}
     callback, dunder_set = make_callbacks(mode == "legacy", originals, attributed,
                                           lambda code: is_masked(code.co_filename) or _id(code) in tainted_codes,
-                                          sensitive, busy, tainted_codes, genuine["skip_types"], text)
+                                          sensitive, busy, tainted_codes, genuine["skip_types"], text,
+                                          sys.modules["weakref"].finalize._Info)
 
     def check_integrity(names):
         problems = changed(names)
