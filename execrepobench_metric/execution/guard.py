@@ -24,10 +24,11 @@ which code in the process can rewrite at exit (and the former attribution, see t
 """
 from __future__ import annotations
 
-import hashlib
+import dataclasses
 import hmac
 import json
 import os
+import re
 import select
 import subprocess
 import tempfile
@@ -86,28 +87,27 @@ class GuardEvidence:
     late: int = 0  # lines after the session's finish (beyond its exit line): recorded, never read
 
 
+_ESCAPED = re.compile(r"\\(.)", re.DOTALL)
+_UNESCAPE = {"t": "\t", "n": "\n", "\\": "\\"}
+
+
 def _unescape(text: str) -> str:
-    out, i = [], 0
-    while i < len(text):
-        if text[i] == "\\" and i + 1 < len(text):
-            out.append({"t": "\t", "n": "\n", "\\": "\\"}.get(text[i + 1], text[i + 1]))
-            i += 2
-        else:
-            out.append(text[i])
-            i += 1
-    return "".join(out)
+    if "\\" not in text:
+        return text
+    return _ESCAPED.sub(lambda m: _UNESCAPE.get(m.group(1), m.group(1)), text)
 
 
 def _checked(data: bytes, key: bytes):
     """Yield (line number, fields, problem) in order: fields of each line that carries the next sequence
     number and a valid chained mac; at the first line that does not (or a cut last line), its problem."""
-    prev = b""
-    chunks = data.split(b"\n")
-    cut = bool(chunks) and chunks[-1] != b""
-    chunks.pop()  # the part after the last newline: empty, or a cut line
-    for number, raw in enumerate(chunks, 1):
+    prev, start, number = b"", 0, 0
+    while True:  # line by line (a long tail of noise after the finish is never split up front)
+        end = data.find(b"\n", start)
+        if end < 0:
+            break
+        raw, start, number = data[start:end], end + 1, number + 1
         body, _, mac = raw.rpartition(b"\t")
-        expected = hmac.new(key, prev + body, hashlib.sha256).hexdigest().encode()
+        expected = hmac.digest(key, prev + body, "sha256").hex().encode()
         if not body or not hmac.compare_digest(mac, expected):
             yield number, [], f"line {number} is not the guard's (bad mac)"
             return
@@ -117,8 +117,8 @@ def _checked(data: bytes, key: bytes):
             yield number, [], f"line {number} is out of sequence"
             return
         yield number, fields[1:], ""
-    if cut:
-        yield len(chunks) + 1, [], "the stream ends inside a line"
+    if start < len(data):
+        yield number + 1, [], "the stream ends inside a line"
 
 
 def verify_lines(data: bytes, key: bytes) -> tuple[list[list[str]], str]:
@@ -287,9 +287,12 @@ class GuardChannel:
         return b"".join(chunk for _, chunk in self._chunks)
 
     def read(self) -> GuardEvidence:
-        if self._dropped:
-            return GuardEvidence(problem=f"the stream exceeded {STREAM_CAP} bytes")
-        return read_evidence(self.data(), self.key)
+        evidence = read_evidence(self.data(), self.key)
+        if self._dropped:  # past the cap: late noise after the session's finish, damage before it
+            if evidence.problem or not evidence.finished:
+                return GuardEvidence(problem=f"the stream exceeded {STREAM_CAP} bytes")
+            return dataclasses.replace(evidence, late=evidence.late + 1)
+        return evidence
 
     def keep(self, path: Path) -> None:
         """A copy of the raw stream (for a run's evidence folder), and when each part of it arrived."""
