@@ -1,4 +1,4 @@
-"""The guard's channel (guard.GuardChannel): a pipe the judge holds, drained by a collector thread while the
+"""The guard's channel (guard_channel.GuardChannel): a pipe the judge holds, drained by a collector thread while the
 process runs.  A real child process writes to it, as the guard does (key from the key pipe, chained lines)."""
 import json
 import subprocess
@@ -6,7 +6,8 @@ import sys
 import textwrap
 import time
 
-from execrepobench_metric.execution.guard import GuardChannel, GuardSetup
+from execrepobench_metric.execution.guard import GuardSetup
+from execrepobench_metric.execution.guard_channel import GuardChannel
 
 # A writer in the guard's format: reads the key from key_fd, writes `rows` (JSON) to stream_fd, then
 # (optionally) tries to rewrite the stream from its start, as a forger at exit would.

@@ -1,4 +1,4 @@
-"""The judge's side of the in-process guard: the channel it opens, the collector that reads it, the evidence.
+"""The judge's side of the in-process guard: its settings and what its evidence stream proves.
 
 The guard (`pytest_plugin/_execrepobench_guard*.py`) runs inside the sandboxed pytest process and
 writes each fact (collected tests, each test's call report, its subtests' reports and any setup /
@@ -6,11 +6,9 @@ teardown that did not pass, completion-attributed events, the end of the session
 happens, one line each, chained with an HMAC-SHA256 whose key reaches the process through a pipe it
 reads and closes before any repository code runs.
 
-The channel is a pipe held by the judge (`GuardChannel`): a reader thread here, started before the
-run, drains it as lines arrive and stamps each chunk with its arrival time, so a large run never
-blocks on a full pipe buffer and nothing the process does later can reach what was already read -
-a pipe cannot be sought, truncated or rewritten.  `read_evidence` gives each fact one voice: the
-first word about a test's phase is final (a second one is damage), and once the session's `finish`
+The channel is a pipe held by the judge (`guard_channel.GuardChannel`), drained by a collector thread
+as lines arrive: nothing the process does later can reach what was already read.  `read_evidence`
+gives each fact one voice: the first word about a test's phase is final (a second one is damage), and once the session's `finish`
 line has arrived, nothing but its `exit` line counts; whatever comes after (at interpreter exit, in a
 finalizer, from a thread left running) is recorded as `late` and changes no verdict.  The HMAC chain
 still matters: the completion can write into the descriptor it inherits, and a line without the key
@@ -24,16 +22,9 @@ which code in the process can rewrite at exit (and the former attribution, see t
 """
 from __future__ import annotations
 
-import dataclasses
 import hmac
-import json
-import os
 import re
-import select
 import subprocess
-import tempfile
-import threading
-import time
 from collections import Counter
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -47,8 +38,6 @@ BOOTSTRAP = "_execrepobench_guard"
 SETTINGS_VAR = "EXECREPOBENCH_GUARD"
 _RANK = {"passed": 0, "skipped": 1, "failed": 2, "error": 3}
 NEVER_STARTED = "the guard never started"
-STREAM_CAP = 64 * 1024 * 1024  # bytes of a run's stream kept; more is drained and dropped (damage)
-DRAIN_S = 2.0  # after the process ended: how long the collector keeps reading a pipe that still has writers
 
 
 @dataclass(frozen=True)
@@ -201,113 +190,3 @@ def _compile(python: str, plugin_dir: str, stamp: float) -> bool:
                               timeout=PROBE_TIMEOUT_S).returncode == 0
     except (OSError, subprocess.SubprocessError):
         return False  # only slower: the run compiles them itself
-
-
-class GuardChannel:
-    """Open before the run (key pipe + stream pipe), hand over with `pass_fds`; `start()` the collector
-    before the process starts, `stop()` it when the process has ended, then `read()`."""
-
-    def __init__(self, setup: GuardSetup, evidence_dir: Path) -> None:
-        self.key = os.urandom(32)
-        read_end, write_end = os.pipe()
-        os.write(write_end, self.key)
-        os.close(write_end)
-        self.key_pipe = os.fdopen(read_end, "rb")  # closed here after the run (or when collected)
-        self.key_fd = read_end
-        self.legacy = setup.mode == "legacy"
-        if self.legacy:  # the former channel (tests only): a file the process could rewrite until it exits
-            self.stream = tempfile.TemporaryFile(prefix="erb-guard-")
-            self.write_fd, self.read_fd = self.stream.fileno(), None
-        else:
-            self.read_fd, self.write_fd = os.pipe()
-            os.set_blocking(self.read_fd, False)
-        self._chunks: list[tuple[float, bytes]] = []  # (seconds since start(), bytes) as they arrived
-        self._size, self._dropped, self._stop = 0, 0, threading.Event()
-        self._thread: threading.Thread | None = None
-        self._started = self.ended = 0.0
-        # the masked file is resolved against the working directory (the repository's view) in the run
-        self.settings = {"mode": setup.mode, "masked": setup.masked_file, "also_masked": list(setup.also_masked),
-                         "allowed": list(setup.allowed),
-                         "evidence": str(evidence_dir), "stream_fd": self.write_fd, "key_fd": read_end}
-
-    @property
-    def pass_fds(self) -> tuple[int, int]:
-        return self.write_fd, self.key_fd
-
-    def env(self) -> dict[str, str]:
-        return {SETTINGS_VAR: json.dumps(self.settings)}
-
-    def start(self) -> None:
-        """Start the collector (before the process): a thread that drains the pipe as lines arrive."""
-        self._started = time.monotonic()
-        if not self.legacy:
-            self._thread = threading.Thread(target=self._collect, name="erb-guard-collector", daemon=True)
-            self._thread.start()
-
-    def _collect(self) -> None:
-        poller = select.poll()
-        poller.register(self.read_fd, select.POLLIN)
-        while True:
-            if not poller.poll(50):
-                if self._stop.is_set():  # the process has ended and nothing more is waiting
-                    return
-                continue
-            if self._stop.is_set() and time.monotonic() - self._started - self.ended > DRAIN_S:
-                return  # something outside the run's process group still writes: what it says is late anyway
-            try:
-                chunk = os.read(self.read_fd, 1 << 16)
-            except BlockingIOError:
-                continue
-            if not chunk:  # every writer is gone
-                return
-            if self._size + len(chunk) > STREAM_CAP:
-                self._dropped += len(chunk)  # drained (the writer never blocks), never kept
-                continue
-            self._size += len(chunk)
-            self._chunks.append((time.monotonic() - self._started, chunk))
-
-    def stop(self) -> None:
-        """The process has ended: close our write end, let the collector drain what is left, and wait."""
-        if self._stop.is_set():
-            return
-        self.ended = time.monotonic() - self._started
-        if self.legacy or self._thread is None:
-            self._stop.set()
-            return
-        if self.write_fd is not None:
-            os.close(self.write_fd)
-            self.write_fd = None
-        self._stop.set()
-        self._thread.join()
-
-    def data(self) -> bytes:
-        if self.legacy:
-            self.stream.seek(0)
-            return self.stream.read()
-        return b"".join(chunk for _, chunk in self._chunks)
-
-    def read(self) -> GuardEvidence:
-        evidence = read_evidence(self.data(), self.key)
-        if self._dropped:  # past the cap: late noise after the session's finish, damage before it
-            if evidence.problem or not evidence.finished:
-                return GuardEvidence(problem=f"the stream exceeded {STREAM_CAP} bytes")
-            return dataclasses.replace(evidence, late=evidence.late + 1)
-        return evidence
-
-    def keep(self, path: Path) -> None:
-        """A copy of the raw stream (for a run's evidence folder), and when each part of it arrived."""
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(self.data())
-        arrivals = [{"at_s": round(at, 4), "bytes": len(chunk), "lines": chunk.count(b"\n")}
-                    for at, chunk in self._chunks]
-        path.with_name(path.stem + "_arrivals.json").write_text(
-            json.dumps({"process_ended_s": round(self.ended, 4), "chunks": arrivals}, indent=1), encoding="utf-8")
-
-    def close(self) -> None:
-        self.stop()
-        if self.legacy:
-            self.stream.close()
-        elif self.read_fd is not None:
-            os.close(self.read_fd)
-            self.read_fd = None
-        self.key_pipe.close()

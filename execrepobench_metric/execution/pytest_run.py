@@ -16,7 +16,8 @@ from typing import Iterable, Mapping
 
 from execrepobench_metric.defaults import PYTEST_TIMEOUT_S
 from .evidence import keep_run_files, write_command
-from .guard import BOOTSTRAP, GuardChannel, GuardEvidence, GuardSetup, precompile
+from .guard import BOOTSTRAP, GuardEvidence, GuardSetup, precompile
+from .guard_channel import GuardChannel
 from .junit import (ERROR, FAILED, JunitError, junit_key, parse_junit_durations, parse_junit_file,
                     parse_junit_messages, results_by_nodeid)
 from .limits import Limits
