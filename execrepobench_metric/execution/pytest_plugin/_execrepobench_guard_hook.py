@@ -56,8 +56,8 @@ NATIVE = frozenset("ctypes." + name for name in (
     "addressof", "call_function", "cdata", "cdata/buffer", "create_string_buffer", "create_unicode_buffer", "dlopen",
     "dlsym", "dlsym/handle", "get_errno", "set_errno", "get_last_error", "set_last_error", "string_at", "wstring_at",
     "PyObj_FromPtr", "set_exception", "seh_exception"))
-WATCH = frozenset(DIRECT) | PATH_EVENTS | OWN | WRAPPED | CALLBACKS | NATIVE | {"object.__getattr__", "object.__setattr__", "exec",
-                                                                    "function.__new__", "import"}
+WATCH = frozenset(DIRECT) | PATH_EVENTS | OWN | WRAPPED | CALLBACKS | NATIVE | {
+    "object.__getattr__", "object.__setattr__", "exec", "function.__new__", "import"}
 
 
 def install(cfg, key, fd, genuine, originals):
