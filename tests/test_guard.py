@@ -46,12 +46,22 @@ def test_evidence_stream_detects_every_change():
     assert "bad mac" in read_evidence(forged, key).problem
     assert read_evidence(b"".join(lines[:2] + lines[3:]), key).problem  # a line dropped
     assert read_evidence(b"".join([lines[0], lines[2], lines[1]] + lines[3:]), key).problem  # reordered
-    assert read_evidence(good + b"1\treport\tt::a\tcall\tpassed\t00\n", key).problem  # appended garbage
-    assert read_evidence(good[:-5], key).problem  # cut inside a line
+    after = read_evidence(good + b"1\treport\tt::a\tcall\tpassed\t00\n", key)  # garbage after the exit: noise
+    assert (after.problem, after.outcomes, after.late) == ("", ev.outcomes, 1)
+    assert read_evidence(b"".join(lines[:3]) + lines[3][:-5], key).problem  # cut inside a line while tests run
+    cut_exit = read_evidence(good[:-5], key)  # the exit line cut: no exit code (never a pass)
+    assert cut_exit.finished and cut_exit.exit_code is None and cut_exit.late == 1
     assert read_evidence(_stream(b"x" * 32, rows), key).problem  # another key
     cut = read_evidence(b"".join(lines[:4]), key)  # cut at a line boundary: valid, but never finished
     assert cut.problem == "" and cut.exit_code is None and not cut.finished
-    assert read_evidence(_stream(key, rows + [["report", "t::a", "call", "passed"]]), key).problem  # after exit
+    late = read_evidence(_stream(key, rows + [["report", "t::a", "call", "passed"]]), key)  # after the exit: noise
+    assert (late.problem, late.outcomes["t::a"], late.late) == ("", "failed", 1)
+    # after the finish, only the exit line is read: a report of a test not yet reported changes nothing
+    late = read_evidence(_stream(key, rows[:2] + [rows[2], ["finish", "1"], ["report", "t::b", "call", "passed"],
+                                                 ["exit", "1"]]), key)
+    assert (late.problem, late.outcomes, late.exit_code, late.late) == ("", {"t::a": "failed"}, 1, 1)
+    assert read_evidence(_stream(key, rows[:5]) + b"garbage", key).late == 1  # damage after the finish: noise
+    assert "second collection" in read_evidence(_stream(key, rows[:2] + [["collected", "t::b"]]), key).problem
     assert verify_lines(b"", key) == ([], "")
     # a phase reported twice is damage, unless the collector made two items of that id (docopt-ng's cases)
     twice = rows[:3] + [["report", "t::a", "call", "passed"]] + rows[3:5]

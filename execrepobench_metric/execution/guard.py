@@ -1,21 +1,30 @@
-"""The judge's side of the in-process guard: the channel it opens, the evidence it reads back.
+"""The judge's side of the in-process guard: its settings and what its evidence stream proves.
 
 The guard (`pytest_plugin/_execrepobench_guard*.py`) runs inside the sandboxed pytest process and
-streams each fact (collected tests, each test's call report, its subtests' reports and any setup /
-teardown that did not pass, completion-attributed events, the end of the session, the exit) as it happens to a file descriptor opened here, one line each, chained with an
-HMAC-SHA256 whose key reaches the process through a pipe it reads and closes before any repository
-code runs.  The stream is an unnamed temporary file of this process: the sandbox cannot open it by a
-path, and whatever the code under test does to the descriptor (truncate, seek, write) breaks the
-chain or cuts its end - never produces a valid "passed".
+writes each fact (collected tests, each test's call report, its subtests' reports and any setup /
+teardown that did not pass, completion-attributed events, the end of the session, the exit) as it
+happens, one line each, chained with an HMAC-SHA256 whose key reaches the process through a pipe it
+reads and closes before any repository code runs.
+
+The channel is a pipe held by the judge (`guard_channel.GuardChannel`), drained by a collector thread
+as lines arrive: nothing the process does later can reach what was already read.  `read_evidence`
+gives each fact one voice: the first word about a test's phase is final (a second one is damage), and once the session's `finish`
+line has arrived, nothing but its `exit` line counts; whatever comes after (at interpreter exit, in a
+finalizer, from a thread left running) is recorded as `late` and changes no verdict.  The HMAC chain
+still matters: the completion can write into the descriptor it inherits, and a line without the key
+breaks the chain (damage while tests run, noise after the finish).  What the chain does not give:
+code running in the process unattributed that reaches the guard's closures could write lines with a
+valid chain while tests run - attribution (`_execrepobench_guard_attribution`) is what keeps the
+completion's code from doing so; see docs/judging.md.
+
+Mode "legacy" (tests only) restores the former channel: an unnamed temporary file read after the run,
+which code in the process can rewrite at exit (and the former attribution, see the guard's plugin).
 """
 from __future__ import annotations
 
-import hashlib
 import hmac
-import json
-import os
+import re
 import subprocess
-import tempfile
 from collections import Counter
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -23,7 +32,8 @@ from pathlib import Path
 
 from execrepobench_metric.defaults import PROBE_TIMEOUT_S
 
-GUARD_MODES = ("enforce", "record", "off", "blind")  # "blind": evidence without refusals (tests only)
+# "blind": evidence without refusals; "legacy": the former channel and attribution (both for tests only)
+GUARD_MODES = ("enforce", "record", "off", "blind", "legacy")
 BOOTSTRAP = "_execrepobench_guard"
 SETTINGS_VAR = "EXECREPOBENCH_GUARD"
 _RANK = {"passed": 0, "skipped": 1, "failed": 2, "error": 3}
@@ -44,8 +54,8 @@ class GuardSetup:
     also_masked: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        if self.mode not in ("enforce", "record", "blind"):
-            raise ValueError(f"guard mode {self.mode!r}: use 'enforce', 'record' or 'blind'")
+        if self.mode not in ("enforce", "record", "blind", "legacy"):
+            raise ValueError(f"guard mode {self.mode!r}: use 'enforce', 'record', 'blind' or 'legacy'")
 
 
 @dataclass(frozen=True)
@@ -63,55 +73,80 @@ class GuardEvidence:
     guard_errors: tuple[str, ...] = ()
     finished: bool = False  # pytest reached the end of its session
     exit_code: int | None = None  # what pytest returned; None: the process never got there
+    late: int = 0  # lines after the session's finish (beyond its exit line): recorded, never read
+
+
+_ESCAPED = re.compile(r"\\(.)", re.DOTALL)
+_UNESCAPE = {"t": "\t", "n": "\n", "\\": "\\"}
 
 
 def _unescape(text: str) -> str:
-    out, i = [], 0
-    while i < len(text):
-        if text[i] == "\\" and i + 1 < len(text):
-            out.append({"t": "\t", "n": "\n", "\\": "\\"}.get(text[i + 1], text[i + 1]))
-            i += 2
-        else:
-            out.append(text[i])
-            i += 1
-    return "".join(out)
+    if "\\" not in text:
+        return text
+    return _ESCAPED.sub(lambda m: _UNESCAPE.get(m.group(1), m.group(1)), text)
+
+
+def _checked(data: bytes, key: bytes):
+    """Yield (line number, fields, problem) in order: fields of each line that carries the next sequence
+    number and a valid chained mac; at the first line that does not (or a cut last line), its problem."""
+    prev, start, number = b"", 0, 0
+    while True:  # line by line (a long tail of noise after the finish is never split up front)
+        end = data.find(b"\n", start)
+        if end < 0:
+            break
+        raw, start, number = data[start:end], end + 1, number + 1
+        body, _, mac = raw.rpartition(b"\t")
+        expected = hmac.digest(key, prev + body, "sha256").hex().encode()
+        if not body or not hmac.compare_digest(mac, expected):
+            yield number, [], f"line {number} is not the guard's (bad mac)"
+            return
+        prev = bytes.fromhex(mac.decode())
+        fields = [_unescape(f) for f in body.decode("utf-8", "surrogatepass").split("\t")]
+        if fields[0] != str(number):
+            yield number, [], f"line {number} is out of sequence"
+            return
+        yield number, fields[1:], ""
+    if start < len(data):
+        yield number + 1, [], "the stream ends inside a line"
 
 
 def verify_lines(data: bytes, key: bytes) -> tuple[list[list[str]], str]:
     """(lines as fields, problem): every line must carry the next sequence number and a valid chained mac."""
-    lines, prev = [], b""
-    chunks = data.split(b"\n")
-    if chunks and chunks[-1] == b"":
-        chunks.pop()
-    elif chunks:
-        return lines, "the stream ends inside a line"
-    for number, raw in enumerate(chunks, 1):
-        body, _, mac = raw.rpartition(b"\t")
-        expected = hmac.new(key, prev + body, hashlib.sha256).hexdigest().encode()
-        if not body or not hmac.compare_digest(mac, expected):
-            return lines, f"line {number} is not the guard's (bad mac)"
-        prev = bytes.fromhex(mac.decode())
-        fields = [_unescape(f) for f in body.decode("utf-8", "surrogatepass").split("\t")]
-        if fields[0] != str(number):
-            return lines, f"line {number} is out of sequence"
-        lines.append(fields[1:])
+    lines = []
+    for _, fields, problem in _checked(data, key):
+        if problem:
+            return lines, problem
+        lines.append(fields)
     return lines, ""
 
 
 def read_evidence(data: bytes, key: bytes) -> GuardEvidence:
-    lines, problem = verify_lines(data, key)
-    if problem:
-        return GuardEvidence(problem=problem)
-    if not lines:
-        return GuardEvidence(problem=NEVER_STARTED)
-    if lines[0][0] != "hello":
-        return GuardEvidence(problem="the stream does not begin with the guard's first line")
-    collected, outcomes, errors, tamper, events, guard_errors, sources = (), {}, [], [], [], [], []
-    finished, exit_code, phases, copies = False, None, {}, Counter()
-    for kind, *rest in lines[1:]:
-        if exit_code is not None:
-            return GuardEvidence(problem="lines after the exit line")
+    """What the stream proves, read in arrival order.  The first word about each fact is final: a second
+    report of a test's phase, a second collection or hello is damage.  Once the `finish` line is in, only
+    the `exit` line (and the guard's own refusals or faults until then: they can only fail a run) is read;
+    anything else - more reports, damaged or foreign lines, anything after `exit` - is counted as `late`."""
+    total = data.count(b"\n") + (0 if data.endswith(b"\n") or not data else 1)
+    collected, outcomes, errors, tamper, events, guard_errors, sources = None, {}, [], [], [], [], []
+    finished, exit_code, phases, copies, late, number = False, None, {}, Counter(), 0, 0
+    for number, fields, problem in _checked(data, key):
+        if problem or exit_code is not None:
+            if not finished:
+                return GuardEvidence(problem=problem or "lines after the exit line")
+            late += total - number + 1
+            break
+        kind, rest = fields[0], fields[1:]
+        if number == 1:
+            if kind != "hello":
+                return GuardEvidence(problem="the stream does not begin with the guard's first line")
+            continue
+        if finished and kind not in ("exit", "tamper", "guard-error"):
+            late += 1
+            continue
+        if kind == "hello":
+            return GuardEvidence(problem="a second first line")
         if kind == "collected":
+            if collected is not None:
+                return GuardEvidence(problem="a second collection")
             collected, copies = tuple(rest), Counter(rest)
         elif kind in ("report", "subreport") and len(rest) == 3:
             nodeid, outcome = rest[0], rest[2]
@@ -135,8 +170,10 @@ def read_evidence(data: bytes, key: bytes) -> GuardEvidence:
             finished = True
         elif kind == "exit":
             exit_code = int(rest[0])
-    return GuardEvidence("", collected, outcomes, tuple(errors), tuple(tamper), tuple(sorted(set(events))),
-                         tuple(sorted(set(sources))), tuple(guard_errors), finished, exit_code)
+    if number == 0:
+        return GuardEvidence(problem=NEVER_STARTED)
+    return GuardEvidence("", collected or (), outcomes, tuple(errors), tuple(tamper), tuple(sorted(set(events))),
+                         tuple(sorted(set(sources))), tuple(guard_errors), finished, exit_code, late)
 
 
 def precompile(python: str, plugin_dir: Path) -> None:
@@ -153,41 +190,3 @@ def _compile(python: str, plugin_dir: str, stamp: float) -> bool:
                               timeout=PROBE_TIMEOUT_S).returncode == 0
     except (OSError, subprocess.SubprocessError):
         return False  # only slower: the run compiles them itself
-
-
-class GuardChannel:
-    """Open before the run (key pipe + stream file), hand over with `pass_fds`, read after the run."""
-
-    def __init__(self, setup: GuardSetup, evidence_dir: Path) -> None:
-        self.key = os.urandom(32)
-        self.stream = tempfile.TemporaryFile(prefix="erb-guard-")
-        read_end, write_end = os.pipe()
-        os.write(write_end, self.key)
-        os.close(write_end)
-        self.key_pipe = os.fdopen(read_end, "rb")  # closed here after the run (or when collected)
-        self.key_fd = read_end
-        # the masked file is resolved against the working directory (the repository's view) in the run
-        self.settings = {"mode": setup.mode, "masked": setup.masked_file, "also_masked": list(setup.also_masked),
-                         "allowed": list(setup.allowed),
-                         "evidence": str(evidence_dir), "stream_fd": self.stream.fileno(), "key_fd": read_end}
-
-    @property
-    def pass_fds(self) -> tuple[int, int]:
-        return self.stream.fileno(), self.key_fd
-
-    def env(self) -> dict[str, str]:
-        return {SETTINGS_VAR: json.dumps(self.settings)}
-
-    def read(self) -> GuardEvidence:
-        self.stream.seek(0)
-        return read_evidence(self.stream.read(), self.key)
-
-    def keep(self, path: Path) -> None:
-        """A copy of the raw stream (for a run's evidence folder)."""
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self.stream.seek(0)
-        path.write_bytes(self.stream.read())
-
-    def close(self) -> None:
-        self.stream.close()
-        self.key_pipe.close()

@@ -16,7 +16,8 @@ from typing import Iterable, Mapping
 
 from execrepobench_metric.defaults import PYTEST_TIMEOUT_S
 from .evidence import keep_run_files, write_command
-from .guard import BOOTSTRAP, GuardChannel, GuardEvidence, GuardSetup, precompile
+from .guard import BOOTSTRAP, GuardEvidence, GuardSetup, precompile
+from .guard_channel import GuardChannel
 from .junit import (ERROR, FAILED, JunitError, junit_key, parse_junit_durations, parse_junit_file,
                     parse_junit_messages, results_by_nodeid)
 from .limits import Limits
@@ -198,9 +199,17 @@ def run_pytest(inv: PytestInvocation, *, isolation: Isolation, replacement: tupl
         run = SandboxRun(tuple(argv), inv.root, out, env, inv.timeout_s, replacement=replacement,
                          readonly=readonly, visible=(Path(inv.python).parents[1], PLUGIN_DIR),
                          limits=limits or Limits(), pass_fds=channel.pass_fds if channel else (), added=added)
-        proc = run_sandboxed(run, isolation)
+        if channel is not None:
+            channel.start()  # the collector reads the stream while the process runs
+        try:
+            proc = run_sandboxed(run, isolation)
+        except BaseException:
+            if channel is not None:
+                channel.close()
+            raise
         guard_record = None
         if channel is not None:
+            channel.stop()  # the process has ended: what arrives now is late
             guard_record = channel.read()
             if evidence is not None:
                 channel.keep(evidence / "guard_stream.txt")

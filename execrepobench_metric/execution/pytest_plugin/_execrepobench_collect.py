@@ -253,6 +253,12 @@ def _lift_hypothesis_clock(items):
         pass
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_makereport(item, call):
+    # The guard looks at how the phase ended: a skip raised through the completion's code is refused.
+    _audit("execrepobench.outcome", call, item.nodeid)
+
+
 def pytest_runtest_logreport(report):
     _audit("execrepobench.report", report)
     if report.failed:

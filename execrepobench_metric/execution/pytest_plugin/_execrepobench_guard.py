@@ -18,11 +18,11 @@ SETTINGS_VAR = "EXECREPOBENCH_GUARD"
 # may run: the test machinery, the import system, and what the guard's own wrappers replace.
 GUARD_MODULES = ("_execrepobench_guard", "_execrepobench_guard_hook", "_execrepobench_guard_integrity",
                  "_execrepobench_guard_attribution", "_execrepobench_guard_machinery", "_execrepobench_guard_evidence",
-                 "_execrepobench_guard_calls", "_execrepobench_guard_reports")
+                 "_execrepobench_guard_calls", "_execrepobench_guard_reports", "_execrepobench_guard_callbacks")
 PROTECTED_PREFIXES = ("pytest", "_pytest", "pluggy", "unittest", "__main__", "_execrepobench_collect", *GUARD_MODULES,
                       "importlib", "_frozen_importlib", "_frozen_importlib_external", "builtins", "threading",
                       "_thread", "signal", "_signal", "os", "posix", "_imp", "posixpath", "pathlib", "faulthandler",
-                      "logging", "traceback", "linecache", "doctest")
+                      "logging", "traceback", "linecache", "doctest", "weakref", "atexit")
 # Standard-library code that takes a frame and hands out only text (see `consumers`): the modules it
 # relies on are checked whenever it does so.
 CONSUMER_MODULES = ("logging", "traceback", "linecache")
@@ -37,6 +37,7 @@ REBOUND = {"sys": ("stdin", "stdout", "stderr", "__stdin__", "__stdout__", "__st
                    "last_traceback", "last_exc", "unraisablehook", "excepthook", "displayhook", "breakpointhook",
                    "path", "path_importer_cache", "ps1", "ps2", "_home", "dont_write_bytecode", "argv", "orig_argv",
                    "modules", "exc_info", "tracebacklimit"),
+           "weakref.finalize": ("_registered_with_atexit", "_shutdown"),  # set on first use, at exit
            "threading": ("excepthook", "_main_thread", "_dangling", "_shutdown_locks_lock", "_counter"),
            "_pytest.assertion.util": ("_reprcompare", "_assertion_pass", "_config"),
            "_pytest.assertion.rewrite": ("_ASSERTION_REWRITE_ACTIVE",),
@@ -87,6 +88,37 @@ def create_builtin(spec):
     return box[0]
 
 
+def finalize_init(self, obj, func, /, *args, **kwargs):
+    _finalize_init(self, obj, func, *args, **kwargs)
+    _audit("execrepobench.finalize_new", self, self._registry.get(self))
+
+
+def finalize_call(self, _=None):
+    """weakref.finalize.__call__, with the guard choosing whose call it is (see _execrepobench_guard_callbacks)."""
+    info = self._registry.pop(self, None)
+    if info and not self._shutdown:
+        box = []
+        _audit("execrepobench.finalize", self, info, box)
+        return box[0](info.func, *info.args, **(info.kwargs or {}))
+
+
+def atexit_register(func, /, *args, **kwargs):
+    box = []
+    _audit("execrepobench.atexit", func, args, kwargs, box)
+    return box[0]
+
+
+def make_build_class(original):
+    def build_class(func, name, /, *bases, **kwds):
+        cls = original(func, name, *bases, **kwds)
+        _audit("execrepobench.class", cls)
+        return cls
+    return build_class
+
+
+_finalize_init = None  # weakref.finalize's own constructor (set by route_through_guard)
+
+
 def _refuse_crash(*args, **kwargs):
     _request_exit("crash", 0)
     raise RuntimeError("execrepobench guard: deliberate crashes are not available")
@@ -119,6 +151,13 @@ def import_machinery() -> dict:
         from _pytest.subtests import SubtestReport
     except ImportError:
         SubtestReport = None
+    from _pytest.outcomes import Skipped, XFailed
+    import builtins
+
+    callbacks = {"execrepobench.finalize_new": finalize_init.__code__, "execrepobench.finalize": finalize_call.__code__,
+                 "execrepobench.atexit": atexit_register.__code__,
+                 "execrepobench.class": make_build_class(builtins.__build_class__).__code__,
+                 "execrepobench.outcome": plugin.pytest_runtest_makereport.__code__}
     return {"multicall": multicall.__code__, "report_type": _pytest.reports.TestReport,
             "subtest_report_type": SubtestReport,
             "execrepobench.baseline": plugin.pytest_load_initial_conftests.__code__,
@@ -130,7 +169,7 @@ def import_machinery() -> dict:
             "execrepobench.exit": main.__code__, "execrepobench.thread": start_new_thread.__code__,
             "execrepobench.exit_request": _request_exit.__code__, "execrepobench.signal": signal.__code__,
             "execrepobench.open": open.__code__, "execrepobench.create_builtin": create_builtin.__code__,
-            "consumers": consumers()}
+            "consumers": consumers(), "skip_types": (Skipped, XFailed, unittest.SkipTest), **callbacks}
 
 
 def consumers() -> tuple:
@@ -138,6 +177,7 @@ def consumers() -> tuple:
     must be checked): the standard library's own uses of frames that hand out only text."""
     import collections
     import enum
+    import gettext
     import logging
     import traceback
     import typing
@@ -149,6 +189,7 @@ def consumers() -> tuple:
     from_gen = traceback.StackSummary._extract_from_extended_frame_gen.__func__.__code__
     found = [(collections.namedtuple.__code__, None, False), (typing._caller.__code__, None, False),
              (enum.EnumType._create_.__code__, None, False),
+             (gettext._as_int.__code__, None, False),  # a stack level for its warning about a float plural
              (logging.currentframe.__code__, logging.Logger.findCaller.__code__, True),
              (traceback.walk_stack.__code__, nested(extract, "extended_frame_gen"), True),
              (traceback.walk_tb.__code__, nested(extract, "extended_frame_gen"), True),
@@ -164,12 +205,20 @@ def route_through_guard() -> dict:
     return the originals (they go into the hook's closure only)."""
     import _imp
     import _signal
+    import atexit
+    import builtins
     import faulthandler
+    import weakref
     import signal as signal_module
     import threading
 
+    global _finalize_init
     originals = {"thread": _thread.start_new_thread, "exit": os._exit, "abort": os.abort, "signal": _signal.signal,
-                 "open": os.open, "create_builtin": _imp.create_builtin}
+                 "open": os.open, "create_builtin": _imp.create_builtin, "atexit": atexit.register}
+    _finalize_init = weakref.finalize.__init__
+    weakref.finalize.__init__, weakref.finalize.__call__ = finalize_init, finalize_call
+    atexit.register = atexit_register
+    builtins.__build_class__ = make_build_class(builtins.__build_class__)
     for module, name in ((_thread, "start_new_thread"), (_thread, "start_new"), (threading, "_start_new_thread")):
         setattr(module, name, start_new_thread)
     import posix

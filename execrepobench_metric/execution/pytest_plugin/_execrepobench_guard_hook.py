@@ -21,6 +21,7 @@ import os
 import sys
 
 from _execrepobench_guard_attribution import make_attribution
+from _execrepobench_guard_callbacks import make_callbacks
 from _execrepobench_guard_calls import make_calls
 from _execrepobench_guard_evidence import make_evidence
 from _execrepobench_guard_integrity import COLD, make_integrity, make_text
@@ -44,6 +45,9 @@ OWN = frozenset({"execrepobench.report", "execrepobench.item", "execrepobench.co
                  "execrepobench.collecterror", "execrepobench.finish", "execrepobench.exit"})
 WRAPPED = frozenset({"execrepobench.thread", "execrepobench.exit_request", "execrepobench.signal",
                      "execrepobench.open", "execrepobench.create_builtin"})
+# What the completion leaves to run later, and the skips it raises (_execrepobench_guard_callbacks)
+CALLBACKS = frozenset({"execrepobench.finalize_new", "execrepobench.finalize", "execrepobench.atexit",
+                       "execrepobench.class", "execrepobench.outcome"})
 # Modules a completion may not import itself (unless its ground truth does): raw memory access and
 # type punning that raise no audit event (ctypes), CPython's test hooks, interpreters without our hook.
 NATIVE_MODULES = frozenset({"ctypes", "_ctypes", "_testcapi", "_testinternalcapi", "_testmultiphase",
@@ -52,8 +56,8 @@ NATIVE = frozenset("ctypes." + name for name in (
     "addressof", "call_function", "cdata", "cdata/buffer", "create_string_buffer", "create_unicode_buffer", "dlopen",
     "dlsym", "dlsym/handle", "get_errno", "set_errno", "get_last_error", "set_last_error", "string_at", "wstring_at",
     "PyObj_FromPtr", "set_exception", "seh_exception"))
-WATCH = frozenset(DIRECT) | PATH_EVENTS | OWN | WRAPPED | NATIVE | {"object.__getattr__", "object.__setattr__", "exec",
-                                                                    "function.__new__", "import"}
+WATCH = frozenset(DIRECT) | PATH_EVENTS | OWN | WRAPPED | CALLBACKS | NATIVE | {
+    "object.__getattr__", "object.__setattr__", "exec", "function.__new__", "import"}
 
 
 def install(cfg, key, fd, genuine, originals):
@@ -61,17 +65,18 @@ def install(cfg, key, fd, genuine, originals):
     protected, hot, rebound (see `make_integrity`).  genuine: event -> the code object allowed to raise
     it (+ multicall, report_type).  originals: the real thread/exit/abort/signal functions."""
     _type, _int, _str, _id, _frozenset, _any, _is = type, int, str, id, frozenset, any, _operator.is_
-    _RuntimeError, _BaseException = RuntimeError, BaseException
+    _RuntimeError, _BaseException, _issubclass, _dunder = RuntimeError, BaseException, issubclass, str.startswith
     _code_type, _function_type = type(install.__code__), type(install)
     _getframe, _ident = sys._getframe, _thread.get_ident
     frame_attrs, code_attrs, direct, path_events, watch, native = FRAME_ATTRS, CODE_ATTRS, DIRECT, PATH_EVENTS, \
         WATCH, NATIVE
-    native_modules = NATIVE_MODULES
+    native_modules, callback_events = NATIVE_MODULES, CALLBACKS
     mode, masked, allowed = cfg["mode"], _frozenset(cfg["masked"]), _frozenset(cfg["allowed"])
     machinery_dirs, bootstrap_modules, path_types = cfg["machinery_dirs"], cfg["bootstrap_modules"], cfg["path_types"]
     text, esc = make_text()
     snapshot_namespace, take_snapshots, changed, group_names = make_integrity(
-        cfg["protected"], cfg["hot"], cfg["rebound"], cfg["consumers"])
+        cfg["protected"], cfg["hot"], cfg["rebound"], cfg["consumers"], lists=() if mode == "legacy" else (
+            ("gc.callbacks", sys.modules["gc"].callbacks),))
     take_snapshots()
     (is_masked, attributed, direct_caller, consumed, called_by, taint, mark_ran, busy, tainted_threads,
      tainted_codes, whose) = make_attribution(masked, cfg["start"], text, genuine["consumers"])
@@ -81,6 +86,10 @@ def install(cfg, key, fd, genuine, originals):
     wrapped_call, suspicious_path, fd_path = make_calls(originals, sensitive, text, cfg["evidence"], busy,
                                                         bootstrap_modules, tainted_threads)
     run_state = {"ran": False}
+    callback, dunder_set = make_callbacks(mode == "legacy", originals, attributed,
+                                          lambda code: is_masked(code.co_filename) or _id(code) in tainted_codes,
+                                          sensitive, busy, tainted_codes, genuine["skip_types"], text,
+                                          sys.modules["weakref"].finalize._Info)
 
     def check_integrity(names):
         problems = changed(names)
@@ -102,6 +111,8 @@ def install(cfg, key, fd, genuine, originals):
     def on_setattr(args, caller):
         target = args[0].__code__ if _type(args[0]) is _function_type else None
         name = text(args[1])
+        if name not in code_attrs:  # a special method set on a class
+            return dunder_set(args[0], name, args[2], caller)
         if target is not None and _type(target.co_filename) is _str and target.co_filename.startswith(machinery_dirs):
             return sensitive("setattr:" + name, target.co_filename.rsplit("/", 1)[-1])
         if not attributed(caller):
@@ -144,6 +155,10 @@ def install(cfg, key, fd, genuine, originals):
             return found is not None and attributed(caller) and sensitive(*found)
         if event in native:
             return attributed(caller) and sensitive("native", event)
+        if event in callback_events:
+            if caller.f_code is not genuine[event]:
+                return sensitive("forged-guard-event", event)
+            return callback(event, args, caller)
         return guard_event(event, args, caller) if event.startswith("execrepobench.") else False
 
     def hook(event, args):
@@ -155,7 +170,7 @@ def install(cfg, key, fd, genuine, originals):
             if args[1] not in frame_attrs:
                 return
         elif event == "object.__setattr__":
-            if args[1] not in code_attrs:
+            if args[1] not in code_attrs and not (_issubclass(_type(args[0]), _type) and _dunder(args[1], "__")):
                 return
         elif event == "import" and text(args[0]) not in bootstrap_modules and text(args[0]) not in native_modules:
             return

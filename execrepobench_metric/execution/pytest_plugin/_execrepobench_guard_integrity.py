@@ -77,7 +77,7 @@ def make_swaps():
     return capture, accepted
 
 
-def make_integrity(prefixes, hot, rebound, consumers=()):
+def make_integrity(prefixes, hot, rebound, consumers=(), lists=()):
     """-> (snapshot_namespace, take_snapshots, changed, group_names).  prefixes: top-level module names
     protected; hot: module names checked before every test report; consumers: top-level names of the
     modules checked on demand (group "consumers"); rebound: "module" or "module.Class" (or "*": every
@@ -133,6 +133,8 @@ def make_integrity(prefixes, hot, rebound, consumers=()):
         snapshot("module:sys", _sys_vars, _frozenset(rebound["sys"]), "hot")
         snapshot("sys.meta_path", _sys_vars["meta_path"], _frozenset(), "hot")
         snapshot("sys.path_hooks", _sys_vars["path_hooks"], _frozenset(), "hot")
+        for label, items in lists:  # more lists whose items must not change (gc.callbacks)
+            snapshot(label, items, _frozenset(), "hot")
         trace_now[:] = [_gettrace(), _getprofile()]
         capture_swaps()
 
