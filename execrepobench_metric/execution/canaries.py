@@ -34,10 +34,10 @@ from pathlib import Path, PurePosixPath
 from typing import Mapping, Sequence
 
 from .canary_config import read_collects
-from .canary_hosts import hosts, with_canaries
+from .canary_hosts import hosts, twin_text, with_canaries
 from .canary_names import (doctest_folders, file_path, function_names, helper_name, neighbour_mtime, package_module,
                            taken_names, words_of)
-from .canary_text import module_text
+from .canary_text import function_text, module_text
 from .junit import ERROR, FAILED, PASSED, SKIPPED
 from .pytest_run import collected_files
 from .sandbox import ViewFile
@@ -98,9 +98,11 @@ class CanaryCheck:
 # Test-only switches, each turning one defence off so an attack can be shown to pass without it
 # (tests/test_attacks_canaries.py): FAIL_OPEN - a canary skipped, not collected or in a collection error
 # turns the check off and the run is judged again without canaries (the former design); SEPARATE_FILES -
-# the canaries live in modules of their own, never inside a judged test module (the former design).
+# the canaries live in modules of their own, never inside a judged test module (the former design);
+# TWINS_OFF - see below.
 FAIL_OPEN = False
 SEPARATE_FILES = False
+TWINS_OFF = False  # test-only: canaries in judged modules are plain functions, never twins of judged tests
 
 
 def plan_canaries(root: Path, judged: Sequence[str], pytest_args: Sequence[str],
@@ -118,7 +120,7 @@ def plan_canaries(root: Path, judged: Sequence[str], pytest_args: Sequence[str],
     # patching doctest's machinery passes it too); else a test function.
     doctests = doctest_folders(root, judged)
     words, judged_names = words_of(judged), {t.rsplit("::", 1)[-1] for t in judged}
-    found = () if SEPARATE_FILES else hosts(root, files, collects, masked)
+    found = () if SEPARATE_FILES else hosts(root, files, collects, masked, judged)
     host_last = found[-1] if found and found[-1].path == files[-1] else None
     avoid = judged_names | {n for h in found for n in h.names}
     names = function_names(collects, words, rng, 6, avoid)
@@ -137,9 +139,10 @@ def plan_canaries(root: Path, judged: Sequence[str], pytest_args: Sequence[str],
 def _in_hosts(root, judged, files, collects, found, host_last, mixed, last, words, rng, doctests, attempt):
     """The passing canaries appended to a judged test module at random, the failing one (with those drawn
     to follow it) at the end of the last judged module - or, where doctests are judged, in a module of
-    its own after the judged files (`_in_files`)."""
+    its own after the judged files (`_in_files`).  Where the host has judged test functions a twin can
+    copy, each canary is a twin: that test's body, then the canary's own assertions."""
     first = rng.choice(found)
-    texts: dict[str, str] = {first.path: module_text(mixed, words, rng)}
+    texts: dict[str, list[str]] = {first.path: [_function(first, n, e, words, rng) for n, e in mixed]}
     canaries = [Canary(f"{first.path}::{name}", expected) for name, expected in mixed]
     extra: tuple[ViewFile, ...] = ()
     targets = tuple(files)
@@ -151,11 +154,17 @@ def _in_hosts(root, judged, files, collects, found, host_last, mixed, last, word
         canaries += list(tail.canaries)
         extra, targets = tail.files, tail.targets
     else:
-        texts[host_last.path] = "\n\n".join(filter(None, (texts.get(host_last.path), module_text(last, words, rng))))
+        texts.setdefault(host_last.path, []).extend(_function(host_last, n, e, words, rng) for n, e in last)
         canaries += [Canary(f"{host_last.path}::{name}", expected) for name, expected in last]
     by_path = {h.path: h for h in found}
-    view = tuple(ViewFile(path, with_canaries(by_path[path], text), by_path[path].mtime) for path, text in texts.items())
+    view = tuple(ViewFile(path, with_canaries(by_path[path], "\n\n".join(parts)), by_path[path].mtime)
+                 for path, parts in texts.items())
     return CanaryPlan(tuple(canaries), view + extra, targets, hosted=tuple(texts), attempt=attempt)
+
+
+def _function(host, name: str, expected: str, words, rng) -> str:
+    own = function_text(name, expected == FAILED, words, rng)
+    return twin_text(name, rng.choice(host.bodies), own) if host.bodies and not TWINS_OFF else own
 
 
 def _in_files(root, judged, files, collects, mixed, last, words, rng, doctests, avoid, attempt) -> CanaryPlan:
@@ -213,6 +222,8 @@ def check_canaries(plan: CanaryPlan | None, *, collected: Sequence[str], outcome
         if any(order.get(t, -1) > stop and outcomes.get(t) is None for t in judged):
             return CanaryCheck("rerun", "the repository runs judged tests after the canary that must fail, which "
                                         "stopped the run", exit_code=exit_code)
+    if FAIL_OPEN and any(plan.owns(n) for n, status in unmatched.items() if status in (FAILED, ERROR)):
+        return CanaryCheck("rerun", "a canary file did not import in this repository", exit_code=exit_code)
     if any(outcomes.get(t) != PASSED for t in judged):  # the verdict is not a pass whatever the canaries say
         return CanaryCheck("held", "a judged test did not pass: the canaries after it need not have run",
                            exit_code=exit_code)
