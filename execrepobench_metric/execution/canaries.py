@@ -139,8 +139,8 @@ def plan_canaries(root: Path, judged: Sequence[str], pytest_args: Sequence[str],
 def _in_hosts(root, judged, files, collects, found, host_last, mixed, last, words, rng, doctests, attempt):
     """The passing canaries appended to a judged test module at random, the failing one (with those drawn
     to follow it) at the end of the last judged module - or, where doctests are judged, in a module of
-    its own after the judged files (`_in_files`).  Where the host has judged test functions a twin can
-    copy, each canary is a twin: that test's body, then the canary's own assertions."""
+    its own after the judged files (`_in_files`).  Where the last host has judged test functions a twin
+    can copy, the canary that must fail is a twin: that test's body, then the canary's own assertions."""
     first = rng.choice(found)
     texts: dict[str, list[str]] = {first.path: [_function(first, n, e, words, rng) for n, e in mixed]}
     canaries = [Canary(f"{first.path}::{name}", expected) for name, expected in mixed]
@@ -163,8 +163,13 @@ def _in_hosts(root, judged, files, collects, found, host_last, mixed, last, word
 
 
 def _function(host, name: str, expected: str, words, rng) -> str:
+    """The canary that must fail is a twin where the host has a judged test to copy (it fails whatever the
+    completion: at the copied body when the completion fails that test, else at its own assertion); those
+    that must pass are plain (a copy of a test that leaves state behind could fail after the original
+    passed - never a completion's doing)."""
     own = function_text(name, expected == FAILED, words, rng)
-    return twin_text(name, rng.choice(host.bodies), own) if host.bodies and not TWINS_OFF else own
+    twin = expected == FAILED and host.bodies and not TWINS_OFF
+    return twin_text(name, rng.choice(host.bodies), own) if twin else own
 
 
 def _in_files(root, judged, files, collects, mixed, last, words, rng, doctests, avoid, attempt) -> CanaryPlan:
@@ -217,11 +222,12 @@ def check_canaries(plan: CanaryPlan | None, *, collected: Sequence[str], outcome
             return CanaryCheck("fired", "canary:passed (a canary test that must fail was reported passed)", always=True)
     exit_code = 1 if any(outcomes.get(c) in (FAILED, ERROR) for c in plan.ids) else 0
     order = {t: i for i, t in enumerate(collected)}
-    if all(c in order for c in must_fail) and any(outcomes.get(c) in (FAILED, ERROR) for c in must_fail):
-        stop = max(order[c] for c in must_fail)
-        if any(order.get(t, -1) > stop and outcomes.get(t) is None for t in judged):
-            return CanaryCheck("rerun", "the repository runs judged tests after the canary that must fail, which "
-                                        "stopped the run", exit_code=exit_code)
+    # a canary that failed (the one that must, or a twin of a judged test the completion fails) ran before
+    # judged tests that never ran: the run stopped there (a repository that reorders its tests)
+    stoppers = [order[c] for c in plan.ids if c in order and outcomes.get(c) in (FAILED, ERROR)]
+    if stoppers and any(order.get(t, -1) > min(stoppers) and outcomes.get(t) is None for t in judged):
+        return CanaryCheck("rerun", "the repository runs judged tests after a canary that failed, which "
+                                    "stopped the run", exit_code=exit_code)
     if FAIL_OPEN and any(plan.owns(n) for n, status in unmatched.items() if status in (FAILED, ERROR)):
         return CanaryCheck("rerun", "a canary file did not import in this repository", exit_code=exit_code)
     if any(outcomes.get(t) != PASSED for t in judged):  # the verdict is not a pass whatever the canaries say
