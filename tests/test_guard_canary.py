@@ -326,6 +326,6 @@ def test_own_patterns_collect_the_canaries_and_reordering_is_judged_with_fresh_c
     again = judge(reversed_, reversed_.middle_code, WITH)
     # the failing canary ran first and stopped the run: made again with fresh canaries, not stopping at the
     # first failure - never without canaries (an off-switch a completion could pull by reordering the tests)
-    assert again.passed and again.canaries.startswith("held (after a rerun with fresh canaries: the repository "
+    assert again.passed and again.canaries.startswith("held: after a rerun with fresh canaries (the repository "
                                                       "runs judged tests after a canary"), again
     assert judge(reversed_, "return x + 2", WITH).reason == "failed"

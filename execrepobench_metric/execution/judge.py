@@ -74,7 +74,9 @@ def judge_run(sample: Sample, completion: str, config: JudgeConfig, evidence: Pa
         if canary_attempt == 0:
             again, rerun = judge_run(sample, completion, replace(config, fail_fast=False), evidence,
                                      also_masked=also_masked, budget=budget, canary_attempt=1)
-            return replace(again, canaries=f"{again.canaries} (after a rerun with fresh canaries: {said})"), rerun
+            joined = ": " if ":" not in again.canaries else " ("  # the state stays first: "held: after a rerun ..."
+            label = f"{again.canaries}{joined}after a rerun with fresh canaries ({said})" + (")" if joined == " (" else "")
+            return replace(again, canaries=label), rerun
         return replace(verdict, reason="error", passed=False,
                        detail=f"the canary tests cut the run short twice: {said}"), result.read()
     return verdict, result.read()
