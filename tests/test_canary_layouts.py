@@ -67,24 +67,16 @@ def _draws(built: dict, tmp_path, monkeypatch) -> int:
     return made
 
 
-@pytest.fixture(scope="module")
-def layouts(tmp_path_factory):
-    out = {}
-    for name, manifest in (("tabulate", TABULATE_MANIFEST), ("isodate", ISODATE_MANIFEST),
-                           ("schema", SCHEMA_MANIFEST), ("parse", PARSE_MANIFEST), ("docrepo", None)):
-        base = tmp_path_factory.mktemp(name)
-        patch = pytest.MonkeyPatch()
-        patch.setenv("EXECREPOBENCH_CACHE", str(base / "cache"))
-        try:
-            if manifest is None:
-                manifest = DOCREPO_MANIFEST.format(path=write_docrepo(base / "docrepo"))
-            out[name] = prepared_repo(manifest, base)
-        finally:
-            patch.undo()
-    return out
+MANIFESTS = {"tabulate": TABULATE_MANIFEST, "isodate": ISODATE_MANIFEST, "schema": SCHEMA_MANIFEST,
+             "parse": PARSE_MANIFEST, "docrepo": None}
 
 
 @pytest.mark.pypi
-@pytest.mark.parametrize("name", ["tabulate", "isodate", "schema", "parse", "docrepo"])
-def test_drawn_canaries_always_import_in_real_layouts(layouts, name, tmp_path, monkeypatch):
-    assert _draws(layouts[name], tmp_path, monkeypatch) == 2 * DRAWS
+@pytest.mark.parametrize("name", sorted(MANIFESTS))
+def test_drawn_canaries_always_import_in_real_layouts(name, tmp_path, monkeypatch):
+    base = tmp_path / "prepared"
+    base.mkdir()
+    monkeypatch.setenv("EXECREPOBENCH_CACHE", str(base / "cache"))
+    manifest = MANIFESTS[name] or DOCREPO_MANIFEST.format(path=write_docrepo(base / "docrepo"))
+    built = prepared_repo(manifest, base)
+    assert _draws(built, tmp_path, monkeypatch) == 2 * DRAWS

