@@ -3,28 +3,24 @@
 The guard's evidence stream is signed with a key that lives in the test process; code the guard does
 not attribute to the completion could, with enough work, read it and forge the stream (docs/judging.md,
 "What stays out of reach").  Canaries do not depend on anything in that process.  For each judged run
-the judge (outside the sandbox) draws, from the operating system's secure random source:
+the judge (outside the sandbox) draws, from the operating system's secure random source, test functions
+with names the repository's `python_functions` collects, each a few plain assertions on random constants:
+a few that pass, and one that must fail - a twin of a judged test where there is one to copy (its body,
+then an assertion off by a little: `canary_hosts.py`).  They are appended to view copies of the judged
+test modules (the run's private view only, read-only there, with the original's modification time): the
+passing ones to a judged module at random, the failing one at the end of the last judged module, so it
+runs after every judged test (the judge stops a run at its first failing test).  Where no judged module
+can carry them (module doctests judged, or the last judged file is no collected test module), they live
+in modules of their own named as `python_files` collects, the failing one (a doctest where doctests
+are judged) after all judged files.  Where neither is possible the check is off, decided before the run
+from the tree and configuration alone, and the verdict says so.
 
-- two test files with names the repository's own `python_files` collects, made of words of the judged
-  tests' ids and placed in folders of the judged test files (in the run's private view only: the
-  sandbox's overlay, never the environment or the source cache), read-only there, with the
-  modification time of a judged test file beside them;
-- in them, test functions with names its `python_functions` collects, each a few plain assertions on
-  random constants: in the first file they all pass; in the second exactly one must fail (at a random
-  place among the others);
-- where they run: the first file at a random place among the judged test files, the second after all
-  of them.  The judge stops a run at its first failing test, so a test that must fail can only come
-  last: earlier it would stop the run before judged tests (or, counted as an allowed failure, let an
-  honest completion's run go on past its own first failure).
-
-Their node ids join the run's selection (sorted in with the judged ones).  Nothing in the sandbox says
-which tests are canaries or what they should do, except the tests themselves.  After the run,
-`check_canaries` compares what the stream and pytest's junit XML say about them with what was drawn:
-a canary that must fail reported passed, or one that must pass reported failed or missing while every
-judged test passed, is `tampering` (the run's outcomes were rewritten).  When the repository's
-configuration does not collect them, its hooks skip them, or it orders them before judged tests, the
-check is off for that run (or the run is made again without canaries), and the verdict says so: a
-canary never fails an honest completion and never counts as a judged test.
+Their node ids join the run's selection (sorted in with the judged ones).  After the run, `check_canaries`
+compares what the stream and pytest's junit XML say about them with what was drawn; it fails closed
+(see there): a canary that must fail reported passed is `tampering`; once every judged test passed, a
+canary failed or missing is `tampering`, and one skipped, not collected or in a collection error makes
+the judge run the completion again with fresh canaries (`judge.judge_run`), `tampering` when those are not
+run as drawn either.  A canary never fails an honest completion and never counts as a judged test.
 """
 from __future__ import annotations
 
