@@ -125,7 +125,10 @@ CASES = {
                          (False, "tampering", (), "canary:missing")),
     "canaries held": (CANARIES, run({PASSES: PASSED, A: PASSED, B: PASSED, FAILS: FAILED}, rc=1), CONF,
                       (True, "passed", (), "")),
-    "canaries not collected": (CANARIES, run(), CONF, (True, "passed", (), "")),
+    # fail closed: every judged test passed and no canary was collected - made again with fresh canaries
+    "canaries not collected": (CANARIES, run(), CONF, (False, "error", (), "the canary tests cut the run short")),
+    "canaries not collected again": (dataclasses.replace(CANARIES, canaries=dataclasses.replace(
+        CANARIES.canaries, attempt=1)), run(), CONF, (False, "tampering", (), "canary:not-collected")),
     "passed": (PLAN, run(), CONF, (True, "passed", (), "")),
     "passed through the guard's stream": (PLAN, run(guard=stream()), CONF, (True, "passed", (), "")),
     "suite: excluded tests do not count": (PLAN, run({A: PASSED, B: PASSED, EXCLUDED: FAILED}),
@@ -218,7 +221,7 @@ def test_the_canaries_check_is_said_in_the_verdict():
     """Each verdict read from a run says what its canaries said; the run a rerun replaces says why."""
     said = {name: decide(RunResult(plan, r), SAMPLE, config).canaries for name, (plan, r, config, _) in CASES.items()
             if plan.canaries is not None}
-    assert said["canaries held"] == "held" and said["canaries not collected"].startswith("off: ")
+    assert said["canaries held"] == "held" and said["canaries not collected"].startswith(judge_module.RERUN)
     assert said["canaries cut the run short"].startswith(judge_module.RERUN)
     assert said["a canary missing"].startswith("fired: canary:missing")
     assert decide(RunResult(PLAN, run()), SAMPLE, CONF).canaries == ""  # none planted

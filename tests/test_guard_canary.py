@@ -4,7 +4,8 @@ Planning and checking without a sandbox; then, in the real sandbox: honest compl
 verdicts with canaries; an attack that rewrites every outcome past every in-process check (guard
 "blind": the evidence stream without refusals or integrity checks) or with the guard off is judged
 `passed` without canaries and `tampering` with them; a repository with its own file / function
-patterns collects them; one that reorders its tests is judged by a run without them (and says so).
+patterns collects them; one that reorders its tests is judged by a run with fresh canaries that does not stop at the first
+failure (and says so).
 """
 import dataclasses
 import hashlib
@@ -20,6 +21,7 @@ import pytest
 
 import guard_attacks as corpus
 from conftest import make_sample, prepared_local_repo
+from execrepobench_metric.execution import canaries as canaries_module
 from execrepobench_metric.execution.canaries import CanaryPlan, check_canaries, plan_canaries
 from execrepobench_metric.execution.canary_config import read_collects
 from execrepobench_metric.execution.fills import null_fill
@@ -57,7 +59,13 @@ def _run_module(text: str) -> dict[str, bool]:
     return out
 
 
-def test_the_repository_configuration_decides_the_names(tmp_path):
+@pytest.fixture
+def separate_files(monkeypatch):
+    """Canaries in modules of their own (the placement where no judged test module can carry them)."""
+    monkeypatch.setattr(canaries_module, "SEPARATE_FILES", True)
+
+
+def test_the_repository_configuration_decides_the_names(tmp_path, separate_files):
     judged = ["checks/check_core.py::check_double", "checks/check_more.py::check_triple"]
     root = _tree(tmp_path / "a", {"setup.cfg": "[tool:pytest]\npython_files = check_*.py\npython_functions = check\n",
                                   "checks/check_core.py": "", "checks/check_more.py": ""})
@@ -82,7 +90,7 @@ def test_the_repository_configuration_decides_the_names(tmp_path):
     assert plan_canaries(toml, [], []).off == "no judged tests"
 
 
-def test_canaries_are_drawn_afresh_mixed_in_and_the_failing_one_runs_last(tmp_path):
+def test_canaries_are_drawn_afresh_mixed_in_and_the_failing_one_runs_last(tmp_path, separate_files):
     files = ["tests/a/test_one.py", "tests/test_two.py", "tests/test_zed.py"]
     root = _tree(tmp_path, {f: "" for f in files} | {"tests/test_clamp.py": "", "tests/clamp/x.py": ""})
     judged = [f"{f}::test_clamp_{i}" for i, f in enumerate(files)]
@@ -122,7 +130,7 @@ def _pytest_outcomes(root: Path, plan: CanaryPlan, args: list[str]) -> dict[str,
     return results_by_nodeid([c for c in collected if "::" in c], parse_junit_file(junit))
 
 
-def test_real_pytest_collects_and_runs_the_canaries_as_drawn(tmp_path):
+def test_real_pytest_collects_and_runs_the_canaries_as_drawn(tmp_path, separate_files):
     """The node ids the judge names are pytest's, and each canary ends as drawn: test functions under the
     repository's own patterns, and a doctest that must fail where module doctests are judged."""
     cases = {
@@ -186,13 +194,17 @@ def test_what_the_canaries_say():
     assert (missing.state, missing.always) == ("fired", False) and missing.note.startswith("canary:missing")
     # a judged test failed: the run stopped there, canaries after it never ran - not evidence of anything
     stopped = _check({"t/test_m.py::test_a": "passed", "t/test_j.py::test_j": "failed"})
-    assert stopped.state == "off" and "judged test did not pass" in stopped.note
+    assert stopped.state == "held" and "judged test did not pass" in stopped.note
     # a stream forged for the judged tests only (what a forger who cannot tell the canaries apart lists)
     assert _check({"t/test_j.py::test_j": "passed"}).state == "fired"
-    # the repository's configuration or hooks: the check is off, never tampering
-    assert _check(honest, collected=("t/test_j.py::test_j",)).state == "off"
+    # fail closed: a canary not collected or skipped while every judged test passed - run again with fresh
+    # canaries; when the fresh ones are not run as drawn either, the completion did it (canaries always run)
+    assert _check(honest, collected=("t/test_j.py::test_j",)).state == "rerun"
     skipped = _check({**honest, "t/test_m.py::test_a": "skipped"})
-    assert skipped.state == "off" and "skipped" in skipped.note
+    assert skipped.state == "rerun" and "skipped" in skipped.note
+    again = check_canaries(dataclasses.replace(_plan(), attempt=1), collected=("t/test_j.py::test_j",),
+                           outcomes=honest, cross=honest, unmatched={}, judged=("t/test_j.py::test_j",))
+    assert again.state == "fired" and "fresh canaries" in again.note
     # the failing canary ran before a judged test (a repository that reorders its tests): run again
     early = ("t/test_l.py::test_c", "t/test_j.py::test_j", "t/test_m.py::test_a", "t/test_l.py::test_b",
              "t/test_l.py::test_d")
@@ -300,7 +312,7 @@ def cfgrepo(tmp_path_factory):
 
 
 @needs_bwrap
-def test_own_patterns_collect_the_canaries_and_reordering_is_judged_without_them(cfgrepo, monkeypatch):
+def test_own_patterns_collect_the_canaries_and_reordering_is_judged_with_fresh_canaries(cfgrepo, monkeypatch):
     monkeypatch.setenv("EXECREPOBENCH_CACHE", cfgrepo["cache"])
     judged = ("checks/check_core.py::check_double", "checks/check_core.py::Doubling::test_more",
               "checks/check_more.py::check_double_again")
@@ -312,6 +324,8 @@ def test_own_patterns_collect_the_canaries_and_reordering_is_judged_without_them
     reversed_ = dataclasses.replace(sample, test_command=(*sample.test_command[:cut], "-o", "reverse_items=1",
                                                           *sample.test_command[cut:]))
     again = judge(reversed_, reversed_.middle_code, WITH)
-    assert again.passed and again.canaries.startswith("off: the repository runs judged tests after"), again
-    assert "judged by a run without canaries" in again.canaries
+    # the failing canary ran first and stopped the run: made again with fresh canaries, not stopping at the
+    # first failure - never without canaries (an off-switch a completion could pull by reordering the tests)
+    assert again.passed and again.canaries.startswith("held: after a rerun with fresh canaries (the repository "
+                                                      "runs judged tests after a canary"), again
     assert judge(reversed_, "return x + 2", WITH).reason == "failed"

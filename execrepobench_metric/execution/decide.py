@@ -41,7 +41,7 @@ def decide(result: RunResult, sample: Sample, config: JudgeConfig) -> Verdict:
     what the guard's stream alone decides; a timeout; an unfinished session; a spent phase budget;
     collection errors; failing, missing, inconsistently reported or skipped judged tests; the canaries
     (`canaries.py`: a rewrite they show is `tampering`; when they cut the run short, an `error` whose
-    `canaries` starts with `judge.RERUN` - `judge_run` then judges it by a run without them); the exit code;
+    `canaries` starts with `judge.RERUN` - `judge_run` then judges it by a run with fresh canaries); the exit code;
     last, under the strict rule (`config.strict`, `strict.py`), a pass by a capability the original lacks
     is `refused`."""
     plan, budget = result.plan, result.plan.budget
@@ -84,6 +84,11 @@ def decide(result: RunResult, sample: Sample, config: JudgeConfig) -> Verdict:
         return verdict(False, "crashed", stderr_tail=tail,
                        detail=f"pytest did not finish its session (exit code {run.exit_code})")
     select = judged_tests(sample, config.selection)
+    spent = next((t for t, said in run.messages.items() if PHASE_MARK in said), None)
+    if spent is not None:  # collection or a test used up the phase budget (our plugin stopped it) - before the
+        # canaries: a budget spent while a canary module was collected is no canary file failing to import
+        return verdict(False, "timeout", failing_tests=(spent,), stderr_tail=tail,
+                       detail=f"{spent}: {run.messages[spent]}")
     check = check_canaries(plan.canaries, collected=run.collected, outcomes=run.outcomes, cross=run.plugin_outcomes,
                            unmatched=run.unmatched, judged=select)
     if check.state == "rerun":  # the harness's canaries cut the run short: never the completion's verdict
@@ -91,10 +96,6 @@ def decide(result: RunResult, sample: Sample, config: JudgeConfig) -> Verdict:
     if check.state == "fired" and check.always:  # no honest run reports this
         return verdict(False, "tampering", stderr_tail=tail, detail=check.note)
     broken = tuple(name for name, status in run.unmatched.items() if status in (FAILED, ERROR))
-    spent = next((t for t, said in run.messages.items() if PHASE_MARK in said), None)
-    if spent is not None:  # collection or a test used up the phase budget (our plugin stopped it)
-        return verdict(False, "timeout", failing_tests=(spent,), stderr_tail=tail,
-                       detail=f"{spent}: {run.messages[spent]}")
     if broken:  # a test module that no longer imports: its tests were never collected
         return verdict(False, "failed", failing_tests=broken, stderr_tail=tail,
                        detail="collection errors" + _said(run.messages, broken))

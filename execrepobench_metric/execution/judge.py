@@ -29,6 +29,7 @@ from pathlib import Path
 
 from execrepobench_dataset.record import Sample
 
+from . import canaries
 from .budget import Budget
 from .decide import RunResult, decide
 from .pytest_run import PytestRun, run_pytest
@@ -44,27 +45,40 @@ def judge(sample: Sample, completion: str, config: JudgeConfig, evidence: Path |
 
 
 def judge_run(sample: Sample, completion: str, config: JudgeConfig, evidence: Path | None = None, *,
-              also_masked: tuple[str, ...] = (), budget: Budget | None = None) -> tuple[Verdict, PytestRun | None]:
+              also_masked: tuple[str, ...] = (), budget: Budget | None = None,
+              canary_attempt: int = 0) -> tuple[Verdict, PytestRun | None]:
     """The verdict, and the pytest run it was read from (None when nothing ran: a syntax error, a
     missing environment, a known verdict).  `also_masked`: more files the guard watches as the judged
     code (verification's ground-truth runs shared by the candidates of several files).  `budget`: the
     run's CPU budgets (`budget.py`; None: the default timeout, unless `config.timeout_s` is set).
-    Three steps: plan the run, run it in the sandbox, `decide` (pure) from what it left."""
+    Three steps: plan the run, run it in the sandbox, `decide` (pure) from what it left.  When the
+    canaries say the run must be made again (`canaries.check_canaries`), it is made once more with FRESH
+    canaries and without stopping at the first failure - never without canaries (fail closed)."""
     start = time.monotonic()
-    plan = plan_run(sample, completion, config, also_masked=also_masked, budget=budget)
+    plan = plan_run(sample, completion, config, also_masked=also_masked, budget=budget, canary_attempt=canary_attempt)
     run = None if plan.invocation is None else run_pytest(
         plan.invocation, isolation=config.isolation, replacement=(sample.file_name, plan.completed),
         readonly=plan.readonly, limits=plan.limits, evidence=evidence, guard=plan.guard,
         added=(plan.canaries.files if plan.canaries is not None else ()) + plan.variant)
     if run is not None and plan.canaries is not None and evidence is not None:  # after the run: never in its reach
-        (evidence / "canaries.json").write_text(json.dumps(plan.canaries.to_dict(), indent=1), encoding="utf-8")
+        name = "canaries.json" if canary_attempt == 0 else f"canaries-{canary_attempt}.json"
+        (evidence / name).write_text(json.dumps(plan.canaries.to_dict(), indent=1), encoding="utf-8")
     result = RunResult(plan, run, time.monotonic() - start)
     verdict = decide(result, sample, config)
-    if verdict.canaries.startswith(RERUN):  # the canaries cut this run short: judged by a run without them
-        again, rerun = judge_run(sample, completion, replace(config, canaries=False), evidence,
-                                 also_masked=also_masked, budget=budget)
-        return replace(again, canaries=f"off: {verdict.canaries[len(RERUN):]} (judged by a run without canaries)"), \
-            rerun
+    if verdict.canaries.startswith(RERUN):  # the canaries cut this run short or were not run as drawn
+        said = verdict.canaries[len(RERUN):]
+        if canaries.FAIL_OPEN:  # test-only: the former design, judged by a run without canaries
+            again, rerun = judge_run(sample, completion, replace(config, canaries=False), evidence,
+                                     also_masked=also_masked, budget=budget)
+            return replace(again, canaries=f"off: {said} (judged by a run without canaries)"), rerun
+        if canary_attempt == 0:
+            again, rerun = judge_run(sample, completion, replace(config, fail_fast=False), evidence,
+                                     also_masked=also_masked, budget=budget, canary_attempt=1)
+            joined = ": " if ":" not in again.canaries else " ("  # the state stays first: "held: after a rerun ..."
+            label = f"{again.canaries}{joined}after a rerun with fresh canaries ({said})" + (")" if joined == " (" else "")
+            return replace(again, canaries=label), rerun
+        return replace(verdict, reason="error", passed=False,
+                       detail=f"the canary tests cut the run short twice: {said}"), result.read()
     return verdict, result.read()
 
 

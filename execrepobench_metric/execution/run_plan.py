@@ -66,7 +66,7 @@ class RunPlan:
 
 
 def plan_run(sample: Sample, completion: str, config: JudgeConfig, *, also_masked: tuple[str, ...] = (),
-             budget: Budget | None = None) -> RunPlan:
+             budget: Budget | None = None, canary_attempt: int = 0) -> RunPlan:
     """Compile the completed file, find the environment, check for a known verdict, and make the pytest
     invocation with its limits, read-only paths and guard.  Runs nothing but `compile`."""
     completed = sample.prefix_code + completion + sample.suffix_code
@@ -98,7 +98,8 @@ def plan_run(sample: Sample, completion: str, config: JudgeConfig, *, also_maske
                      if p != sample.file_name)
     guard = None if config.guard == "off" else GuardSetup(config.guard, sample.file_name, sample.guard_allowed,
                                                           also_masked)
-    canaries = plan_canaries(root, select, inv.pytest_args) if config.canaries and select and config.guard != "record" \
+    canaries = plan_canaries(root, select, inv.pytest_args, masked=sample.file_name, attempt=canary_attempt) \
+        if config.canaries and select and config.guard != "record" \
         else None
     if canaries is not None and not canaries.off:  # the canaries join the selection (sorted in) and the run's files
         inv = replace(inv, select=tuple(sorted({*select, *canaries.ids})), targets=canaries.targets)
