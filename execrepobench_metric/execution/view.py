@@ -58,7 +58,9 @@ class Mount:
     dest: str
 
 
-def _top_level() -> list[Mount]:
+@lru_cache(maxsize=1)
+def _top_level() -> tuple[Mount, ...]:
+    """The system part (the same for every run of this process)."""
     mounts = []
     for path in SYSTEM_TOP:
         if os.path.islink(path):
@@ -71,7 +73,7 @@ def _top_level() -> list[Mount]:
             mounts.append(Mount("symlink", os.readlink(path), path))
         elif os.path.exists(path):
             mounts.append(Mount("ro-bind", path, path))
-    return mounts
+    return tuple(mounts)
 
 
 def _under(path: str, roots) -> bool:
@@ -92,12 +94,13 @@ def interpreter_prefix(venv: Path) -> Path:
     return home_path.parent if home_path.name == "bin" else home_path
 
 
-def _site_folders(prefixes) -> list[str]:
+@lru_cache(maxsize=64)
+def _site_folders(prefixes: tuple[str, ...]) -> tuple[str, ...]:
     found = set()
     for prefix in prefixes:
         for pattern in _SITE_GLOBS:
             found.update(str(p) for p in Path(prefix).glob(pattern) if p.is_dir() and not p.is_symlink())
-    return sorted(found)
+    return tuple(sorted(found))
 
 
 @dataclass(frozen=True)
@@ -191,13 +194,13 @@ def build_view(root: Path, visible: tuple[Path, ...], replaced: str | None) -> V
     prefixes = sorted({str(interpreter_prefix(v)) for v in venvs})
     system = [os.path.realpath(p) for p in SYSTEM_TOP if os.path.isdir(p)]
     allowed = tuple(sorted({*system, *prefixes, *(os.path.realpath(p) for p in (root, *visible))}))
-    mounts = _top_level()
+    mounts = list(_top_level())
     for venv in venvs:
         python = os.path.realpath(venv / "bin" / "python")
         if not _under(python, allowed):
             raise ViewError(f"environment {venv}: its interpreter {python} is outside the judged run's view")
     mounts += [Mount("ro-bind", p, p) for p in prefixes if not _under(p, system)]
-    mounts += [Mount("empty-dir", "", p) for p in _site_folders([*prefixes, "/usr"])]
+    mounts += [Mount("empty-dir", "", p) for p in _site_folders((*prefixes, "/usr"))]
     mounts += [Mount("ro-bind", str(v), str(v)) for v in visible]
     indexes = {v: _folder_index(v, allowed, True) for v in venvs}
     for venv, index in indexes.items():
