@@ -4,9 +4,10 @@ judged run, the canary test files the judge adds: `ViewFile`, read-only in the v
 Strong mode ("bwrap"): a private mount namespace (`unshare -m`) mounts an overlayfs whose lower
 layer is the original tree and whose upper layer is a size-capped tmpfs holding the completed file;
 bubblewrap then binds that view over the original path (so editable installs and `src/` layouts
-import the completed file), with the rest of the filesystem read-only, test files / conftests /
-pytest configuration read-only inside the view, a private /tmp, no network, new PID/IPC/UTS
-namespaces, die-with-parent, a cleared environment, rlimits, a pids cgroup where possible, a
+import the completed file) in an allow-listed filesystem (`view.py`: the system, the interpreter,
+the venv - no cache, download, dataset, checkout or other venv; no copy or bytecode of the original
+masked file), test files / conftests / pytest configuration read-only inside the view, a private
+/tmp, no network, new PID/IPC/UTS namespaces, die-with-parent, a cleared environment, rlimits, a pids cgroup where possible, a
 wall-clock timeout that kills the whole group, and capped output.  Nothing is copied per run and the
 original tree is never written.
 
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 import tempfile
 from dataclasses import dataclass, field
 from enum import Enum
@@ -30,22 +32,21 @@ from typing import Mapping
 
 from execrepobench_metric.errors import SandboxUnavailable
 
+from . import view as views
 from .limits import Limits, PidsCgroup
 from .process import ProcessResult, run_command
 
 TMPFS_SIZE = "256m"  # cap on what one run may write into its view
 
-# The files of the view (the completed file, files the judge adds) are staged under $staged with their
-# repo-relative paths, and copied into the overlay's upper layer with their modification times.
+# The files of the view (the completed file, files the judge adds, whiteouts of hidden files) are staged
+# under $staged with their repo-relative paths, and copied into the overlay's upper layer as they are
+# (modification times kept; a whiteout - a 0/0 character device - hides the lower layer's file).
 _MOUNT_SCRIPT = r"""set -e
 mnt="$1"; staged="$2"; lower="$3"; shift 3
 mount -t tmpfs -o size=%s,mode=0755 erb-view "$mnt"
 mkdir -p "$mnt/upper" "$mnt/work" "$mnt/merged"
 if [ -n "$staged" ]; then
-  (cd "$staged" && find . -type f) | while IFS= read -r rel; do
-    mkdir -p "$mnt/upper/$(dirname "$rel")"
-    cp -p "$staged/$rel" "$mnt/upper/$rel"
-  done
+  cp -a "$staged/." "$mnt/upper/"
 fi
 mount -t overlay erb-overlay -o "lowerdir=$lower,upperdir=$mnt/upper,workdir=$mnt/work" "$mnt/merged"
 exec "$@"
@@ -81,7 +82,7 @@ class SandboxRun:
     timeout_s: float
     replacement: tuple[str, str] | None = None  # (repo-relative path, new content)
     readonly: tuple[str, ...] = ()  # repo-relative paths kept read-only inside the view
-    visible: tuple[Path, ...] = ()  # host paths the run must still see if they live under /tmp
+    visible: tuple[Path, ...] = ()  # host folders the run sees read-only (the venv, the plugin folder): `view.py`
     limits: Limits = field(default_factory=Limits)
     pass_fds: tuple[int, ...] = ()  # descriptors the command inherits (the guard's key pipe and stream)
     added: tuple[ViewFile, ...] = ()  # files that appear in the view only (read-only there)
@@ -123,18 +124,24 @@ def decide_isolation(allow_weak: bool) -> tuple[Isolation, str]:
     return Isolation.WEAK, f"WEAK SANDBOX: {reason}; ran with rlimits and a timeout only"
 
 
-def _bwrap_args(run: SandboxRun, merged: Path) -> list[str]:
-    args = ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
-    for path in run.visible:
-        if Path(path).is_relative_to("/tmp"):
-            args += ["--ro-bind", str(path), str(path)]
+def _bwrap_args(run: SandboxRun, merged: Path, view: views.View | None, empty: Path) -> list[str]:
+    """`view`: the allow-list (`view.build_view`); None only for tests' former view (`/` read-only)."""
+    args = ["bwrap", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+    if view is None:
+        args[1:1] = ["--ro-bind", "/", "/"]
+        args += [a for p in run.visible if Path(p).is_relative_to("/tmp") for a in ("--ro-bind", str(p), str(p))]
+    else:
+        args += views.mount_args(view.mounts)
+        args += [a for p in view.hidden_files for a in ("--ro-bind", str(empty), p)]
     args += ["--bind", str(run.out_dir), str(run.out_dir)]  # before the view: never on top of it
     args += ["--bind", str(merged), str(run.root)]
+    hidden = set(view.hidden_tree) if view is not None else set()
     for rel in run.readonly:
-        if (run.root / rel).exists():
+        if (run.root / rel).exists() and rel not in hidden:
             args += ["--ro-bind", str(merged / rel), str(run.root / rel)]
     for added in run.added:
         args += ["--ro-bind", str(merged / added.path), str(run.root / added.path)]
+    args += views.remount_args(view.mounts) if view is not None else []
     # --cap-drop ALL: bwrap started as root would otherwise leave the run nearly every capability
     # (e.g. reading another process's memory from a child it spawns).
     args += ["--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
@@ -155,18 +162,30 @@ def _write_view_files(run: SandboxRun, tree: Path) -> None:
             os.utime(path, (file.mtime, file.mtime))
 
 
-def _stage(run: SandboxRun, staged: Path) -> str:
+def _stage(run: SandboxRun, staged: Path, whiteouts: tuple[str, ...]) -> str:
     staged.mkdir()
     _write_view_files(run, staged)
+    for rel in whiteouts:  # overlayfs hides a lower file under a 0/0 character device of the upper layer
+        path = staged / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        os.mknod(path, stat.S_IFCHR | 0o600, os.makedev(0, 0))
     return str(staged)
 
 
 def _run_strong(run: SandboxRun, scratch: Path) -> ProcessResult:
     mnt = scratch / "mnt"
     mnt.mkdir(exist_ok=True)
-    staged = _stage(run, scratch / "staged") if run.replacement is not None or run.added else ""
+    view = None
+    if not views.HOST_VIEW_FOR_TESTS:
+        view = views.build_view(run.root, tuple(run.visible), run.replacement[0] if run.replacement else None)
+    empty = scratch / "empty"
+    empty.write_bytes(b"")
+    empty.chmod(0o444)
+    whiteouts = view.hidden_tree if view is not None else ()
+    staged = _stage(run, scratch / "staged", whiteouts) if run.replacement is not None or run.added or whiteouts \
+        else ""
     argv = ["unshare", "--mount", "--propagation", "private", "--", "sh", "-c", _MOUNT_SCRIPT, "sh",
-            str(mnt), staged, str(run.root), *_bwrap_args(run, mnt / "merged")]
+            str(mnt), staged, str(run.root), *_bwrap_args(run, mnt / "merged", view, empty)]
     group = PidsCgroup.create(run.limits.processes)
     try:
         return run_command(argv, cwd=Path("/"), env={"PATH": "/usr/local/bin:/usr/bin:/bin"},
