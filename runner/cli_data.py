@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from execrepobench_metric.defaults import VERIFY_TIMEOUT_S
@@ -47,11 +48,12 @@ def add_import_official(p: argparse.ArgumentParser) -> None:
 
 
 def run_import_official(args: argparse.Namespace) -> int:
-    from execrepobench.builder.official import import_official
+    from execrepobench.builder.official import OFFICIAL_SETTINGS, import_official
 
-    report = import_official(args.jsonl, args.repos, args.out, verify=not args.no_verify, workers=args.workers,
-                             progress=not args.no_progress, baseline_runs=args.baseline_runs,
-                             gt_runs=args.gt_runs, python=args.python, judge_timeout_s=args.timeout)
+    settings = replace(OFFICIAL_SETTINGS, verify=not args.no_verify, workers=args.workers,
+                       progress=not args.no_progress, baseline_runs=args.baseline_runs, gt_runs=args.gt_runs,
+                       judge_timeout_s=args.timeout)
+    report = import_official(args.jsonl, args.repos, args.out, settings, python=args.python)
     print(json.dumps(report["overall"], indent=1))
     print(f"wrote {args.out}/samples.jsonl, all_samples.jsonl, import_report.json")
     if report["overall"].get("repos_error"):

@@ -14,6 +14,7 @@ from execrepobench_metric.environments.venvs import Environment, ensure_environm
 from execrepobench_metric.execution.sandbox import Isolation
 
 from ..sampling.masking import candidate_files
+from ..settings import RepoTask
 from ..sources.manifest import RepoSpec
 from ..sources.sources import FetchedSource
 from .baseline import Baseline, run_baseline, top_level_modules
@@ -41,15 +42,14 @@ def python_version(spec: RepoSpec, python: str | None) -> str:
     return spec.python or python or f"{sys.version_info.major}.{sys.version_info.minor}"
 
 
-def prepare(spec: RepoSpec, fetched: FetchedSource, python: str | None, *, runs: int, timeout_s: float,
-            isolation: Isolation, skip_modules: tuple[str, ...] = (), samples_per_repo: int = 0,
-            workers: int = 1, coverage_data: Path | None = None) -> Prepared:
+def prepare(task: RepoTask, fetched: FetchedSource, coverage_data: Path | None = None) -> Prepared:
     """Lock + environment (made from the lock) + test layout + conflicting settings + import check +
     baseline (with `coverage_data`: one of its runs under coverage.py, with a context per test, writing
     there; `Prepared.coverage` maps it).  The repository record carries the test paths found and the
     overriding arguments."""
+    spec, isolation, samples_per_repo = task.spec, task.isolation, task.samples_per_repo
     t0 = time.monotonic()
-    version = python_version(spec, python)
+    version = python_version(spec, task.python)
     lock = resolve_lock(spec.name, fetched.source_hash, fetched.root, version, spec.extra_test_requires,
                         exclude_newer=spec.exclude_newer)
     env = ensure_environment(draft_record(spec, fetched, version, lock, samples_per_repo))
@@ -59,12 +59,11 @@ def prepare(spec: RepoSpec, fetched: FetchedSource, python: str | None, *, runs:
     run_spec = replace(spec, test_paths=layout.paths, pytest_args=(*spec.pytest_args, *overrides.pytest_args))
     draft = draft_record(run_spec, fetched, version, lock, samples_per_repo)  # same key: the lock decides it
     sources = candidate_files(fetched.root, exclude=layout.paths)
-    modules = [m for m in top_level_modules(sources) if m not in skip_modules]
+    modules = [m for m in top_level_modules(sources) if m not in task.settings.skip_modules]
     if coverage_data is not None:
         coverage_data.parent.mkdir(parents=True, exist_ok=True)
         coverage_data.unlink(missing_ok=True)
-    baseline = run_baseline(spec.name, env, fetched.root, run_spec, modules, runs=runs, timeout_s=timeout_s,
-                            isolation=isolation, workers=workers, coverage_data=coverage_data)
+    baseline = run_baseline(env, fetched.root, run_spec, modules, task, coverage_data=coverage_data)
     coverage = CoverageMap.from_data_file(coverage_data, fetched.root) if coverage_data is not None else None
     # the editable install's line names this machine's cache: the report names the pinned source instead
     freeze = [f"-e {draft.repo_source}" if line.startswith("-e ") else line for line in env.freeze]
