@@ -119,18 +119,22 @@ def add_release(p: argparse.ArgumentParser) -> None:
     p.add_argument("--license", default=None,
                    help="one Hub license id for the whole dataset (default: `other`, each repository's license in "
                         "LICENSES.md and the card)")
+    p.add_argument("--executor", choices=("local", "ray"), default="local",
+                   help="where each repository is built: local threads (default) or one Ray task per repository on "
+                        "a cluster (pip install 'execrepobench[ray]'; each node keeps its own cache)")
+    p.add_argument("--ray-address", default=None,
+                   help="with --executor ray: 'auto', HOST:PORT, or unset (RAY_ADDRESS, else a local Ray instance)")
     p.add_argument("--push-to-hub", metavar="REPO_ID", default=None, help="push the published folder at the end")
     p.add_argument("--private", action="store_true")
     p.add_argument("--no-progress", action="store_true")
 
 
 def run_release(args: argparse.Namespace) -> int:
-    from dataclasses import replace
-
     from execrepobench.builder.sources.manifest import default_manifest_path, instruct_manifest_path, load_manifest
     from execrepobench.builder.release.release import ReleaseConfig, release
     from execrepobench_dataset.publish import push_to_hub
     from execrepobench_dataset.stats import tokenizer_counter
+    from execrepobench_metric.execution.executors.base import ExecutorConfig
 
     manifest = load_manifest(args.manifest or default_manifest_path())
     instruct = load_manifest(args.instruct_manifest or instruct_manifest_path())
@@ -140,7 +144,8 @@ def run_release(args: argparse.Namespace) -> int:
     counter = tokenizer_counter(args.stats_tokenizer) if args.stats_tokenizer else None
     config = ReleaseConfig(out=args.out, manifest=manifest, instruct_manifest=instruct, only=tuple(args.repo),
                            instruct_only=tuple(args.instruct_repo), context=args.context, license=args.license,
-                           build_options={"workers": args.workers} if args.workers else {},
+                           build_options={"executor": ExecutorConfig(args.executor, args.ray_address),
+                                          **({"workers": args.workers} if args.workers else {})},
                            compare_materialised=args.compare_materialised, count_tokens=counter,
                            tokenizer_name=args.stats_tokenizer.name if args.stats_tokenizer else None,
                            progress=not args.no_progress)
