@@ -141,7 +141,7 @@ def test_resumed_driver_and_a_node_killed_mid_build_lose_and_repeat_nothing(clus
     assert by["isodate"].get("reused") is True  # from the journal: not sent again
     assert by["schema"]["status"] == "ok" and not by["schema"].get("reused"), by["schema"]
     survivor = next(node for node, cache in caches.items() if cache != killed["cache"])
-    assert by["schema"]["node"].endswith(survivor.unique_id[:8])  # schema ran again on the node that lived
+    assert by["schema"]["node"].endswith(survivor.node_id[:8])  # schema ran again on the node that lived
     assert (caches[survivor] / "envs" / by["schema"]["env_key"] / "env.json").is_file()
     assert list(summary["executor"]["per_node"]) == [by["schema"]["node"]]  # only fresh work is counted
     _matches_lock(out)
