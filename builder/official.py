@@ -33,17 +33,16 @@ from execrepobench_dataset.record import (FILL_TYPES, ContextFile, Sample, make_
                                           write_jsonl)
 from execrepobench_dataset.repo_record import RepoRecord, write_repo_records
 from execrepobench_dataset.version import __version__
-from execrepobench_metric.defaults import BASELINE_TIMEOUT_S, VERIFY_TIMEOUT_S
-from execrepobench_metric.execution.surface import Isolation, JudgeConfig, decide_isolation
+from execrepobench_metric.execution.surface import decide_isolation
 
 from .errors import OfficialFormatError
-from .pipeline import Candidates, RepoSettings, Scan, run_repository
+from .pipeline import Candidates, Scan, run_repository
 from .preparation.baseline import Baseline
 from .preparation.prepare import Prepared
 from .sampling.repo_files import write_atomic
+from .settings import BuildSettings, RepoTask
 from .sources.manifest import RepoSpec
 from .sources.sources import FetchedSource
-from .verification.repo_verification import VerifySettings
 from .verification.verify import DROP_REASONS
 
 ENTRY_POINT = "evaluate_repo.py"
@@ -192,28 +191,24 @@ class OfficialLines:
         return Candidates(converted, report, origin=lineno_of)
 
 
-def repo_settings(out: Path, name: str, isolation: Isolation, *, verify: bool, workers: int, progress: bool,
-                  baseline_runs: int, gt_runs: int, python: str | None, baseline_timeout_s: float,
-                  judge_timeout_s: float) -> RepoSettings:
-    """The importer's settings of one repository's stages: what differs from the build's is that the official
-    harness (evaluate_repo.py) is never imported, baseline runs go one at a time, every converted line is
-    verified (no level quotas, no mutants), a null fill's run is bounded by the judge's timeout."""
-    checks = VerifySettings(JudgeConfig(isolation=isolation, timeout_s=judge_timeout_s), workers=workers,
-                            gt_runs=gt_runs, progress=progress, null_budgets=False)
-    return RepoSettings(isolation, out / "repos" / name, python, baseline_runs, baseline_timeout_s,
-                        skip_modules=(ENTRY_POINT[:-3],), verify=checks if verify else None)
+# The importer's settings, where they differ from the build's: the official harness (evaluate_repo.py) is never
+# imported, baseline runs go one at a time, every converted line is verified (no level quotas, no mutants) with 3
+# ground-truth runs, a null fill's run is bounded by the judge's timeout.
+OFFICIAL_SETTINGS = BuildSettings(workers=2, gt_runs=3, baseline_serial=True, mutants=0, min_mutant_kill=0.0,
+                                  null_budgets=False, skip_modules=(ENTRY_POINT[:-3],))
 
 
-def _import_repo(name: str, group: list[OfficialLine], repos: Path,
-                 settings: RepoSettings) -> tuple[list[Sample], list[Sample], dict]:
+def _import_repo(task: RepoTask, group: list[OfficialLine], repos: Path,
+                 out: Path) -> tuple[list[Sample], list[Sample], dict]:
     """(all converted samples with their selection, kept samples, report entry) of one repository."""
+    name, settings = task.spec.name, task.settings
     folder = repos / name
     entry = (folder / ENTRY_POINT).relative_to(repos).as_posix() if (folder / ENTRY_POINT).is_file() else None
     t0 = time.monotonic()
-    run = run_repository(RepoSpec(name=name, source=f"path:{folder}"), settings, OfficialLines(folder, tuple(group)))
+    run = run_repository(task, OfficialLines(folder, tuple(group)), out / "repos" / name)
     report: dict = {"repo": name, "folder": str(folder), "official_entry_point": entry, **{k: 0 for k in COUNTS},
                     "lines": len(group), "skipped_lines": [], "outcomes": [], **run.report}
-    if settings.verify is None:
+    if not settings.verify:
         report.update({k: None for k in ("gt_failed", "null_passed", "no_null_fill", "no_tests")})
     if run.selected:
         report["selection_rules"] = dict(sorted(Counter(s.selection_rule for s in run.selected).items()))
@@ -238,15 +233,15 @@ def _share(counts: dict) -> float | None:
     return round(counts["null_passed"] / max(1, counts["converted"]), 3)
 
 
-def import_official(jsonl: Path, repos: Path, out: Path, *, verify: bool = True, workers: int = 2,
-                    progress: bool = True, baseline_runs: int = 3, gt_runs: int = 3, python: str | None = None,
-                    baseline_timeout_s: float = BASELINE_TIMEOUT_S, judge_timeout_s: float = VERIFY_TIMEOUT_S,
-                    allow_weak_sandbox: bool = False) -> dict:
-    """Import the official release; writes OUT/samples.jsonl (verified samples, or every converted
-    sample when verify=False), OUT/all_samples.jsonl (every converted sample with its test selection),
-    OUT/repositories.jsonl (the repository record of every repository with kept samples)
-    and OUT/import_report.json, and returns the report.  Raises `OfficialFormatError` (naming
-    file:line and field) on a bad JSONL line and ValueError when `repos` is not a folder."""
+def import_official(jsonl: Path, repos: Path, out: Path, settings: BuildSettings = OFFICIAL_SETTINGS,
+                    python: str | None = None) -> dict:
+    """Import the official release with `settings` (`OFFICIAL_SETTINGS` unless given; `verify=False`: convert
+    only) and the environments' Python X.Y (`python`; None: this interpreter's); writes OUT/samples.jsonl
+    (verified samples, or every converted sample when not verifying), OUT/all_samples.jsonl (every converted
+    sample with its test selection), OUT/repositories.jsonl (the repository record of every repository with kept
+    samples) and OUT/import_report.json, and returns the report.  Raises `OfficialFormatError` (naming
+    file:line and field) on a bad JSONL line and UsageError when `repos` is not a folder."""
+    verify, progress = settings.verify, settings.progress
     jsonl, repos, out = Path(jsonl), Path(repos).expanduser().resolve(), Path(out)
     lines = read_official(jsonl)
     if not repos.is_dir():
@@ -256,17 +251,15 @@ def import_official(jsonl: Path, repos: Path, out: Path, *, verify: bool = True,
     for line in lines:
         groups.setdefault(line.repo_name, []).append(line)
     out.mkdir(parents=True, exist_ok=True)
-    isolation, note = decide_isolation(allow_weak_sandbox)
+    isolation, note = decide_isolation(settings.allow_weak_sandbox)
     all_samples: list[Sample] = []
     kept: list[Sample] = []
     reports: dict[str, dict] = {}
     bar = tqdm(sorted(groups), desc="import-official", unit="repo", disable=not progress)
     for name in bar:
         bar.set_postfix_str(name)
-        settings = repo_settings(out, name, isolation, verify=verify, workers=workers, progress=progress,
-                                 baseline_runs=baseline_runs, gt_runs=gt_runs, python=python,
-                                 baseline_timeout_s=baseline_timeout_s, judge_timeout_s=judge_timeout_s)
-        converted, repo_kept, report = _import_repo(name, groups[name], repos, settings)
+        task = RepoTask(RepoSpec(name=name, source=f"path:{repos / name}"), settings, isolation, python)
+        converted, repo_kept, report = _import_repo(task, groups[name], repos, out)
         all_samples += converted
         kept += repo_kept
         reports[name] = report

@@ -7,7 +7,8 @@ with per-test coverage, repository record), takes its candidate samples from a `
 tests that judge it and verifies them.  Two entry points run every repository through it: the benchmark build
 (`build.py`: candidates masked from the sources, kept at the paper's level mix) and the official importer
 (`official.py`: candidates read from the paper's released JSONL, every one verified).  What differs between them
-is their candidate step and their `RepoSettings`, nothing else.
+is their candidate step and their settings (`settings.BuildSettings`, in the `RepoTask` each repository's run
+is handed), nothing else.
 
 One repository's failure - any exception, at any stage - is its result (`status: error`, the phase, the reason,
 the traceback when the error was unexpected), never the end of the run.
@@ -23,8 +24,7 @@ from typing import Callable, Mapping, Protocol
 
 from execrepobench_dataset.record import Sample
 from execrepobench_dataset.repo_record import RepoRecord
-from execrepobench_metric.defaults import BASELINE_TIMEOUT_S
-from execrepobench_metric.execution.surface import Executor, Isolation
+from execrepobench_metric.execution.surface import Executor
 
 from .preparation.baseline import BaselineError, CoverageError
 from .preparation.lock import EnvError
@@ -32,29 +32,12 @@ from .preparation.prepare import Prepared, prepare
 from .preparation.records import with_files
 from .preparation.testlayout import NoTestsFound
 from .sampling.repo_files import read_pool
-from .sources.manifest import RepoSpec
+from .settings import RepoTask
 from .sources.sources import FetchedSource, SourceError, fetch
-from .verification.repo_verification import Verified, VerifySettings, selector, verify_repo
+from .verification.repo_verification import Verified, selector, verify_repo
 
 # Errors whose message says it all; any other exception is reported with its traceback.
 REPO_ERRORS = (SourceError, EnvError, BaselineError, NoTestsFound)
-
-
-@dataclass(frozen=True)
-class RepoSettings:
-    """How the stages run for one repository, whichever entry point runs them."""
-
-    isolation: Isolation
-    folder: Path  # the repository's own folder of the run (OUT/repos/NAME): the baseline's coverage data
-    python: str | None = None  # the Python X.Y of the run (a repository's own `python` wins)
-    baseline_runs: int = 3
-    baseline_timeout_s: float = BASELINE_TIMEOUT_S
-    baseline_workers: int = 1  # baseline runs (and collections) at a time
-    samples_per_repo: int = 0  # recorded in the repository's manifest entry
-    skip_modules: tuple[str, ...] = ()  # top-level modules the import check never imports
-    selection_floor: Mapping[str, str] = field(default_factory=dict)  # fill type -> narrowest selection rule
-    verify: VerifySettings | None = None  # None: candidates are kept (with their tests) unverified
-    stage_lines: bool = False  # one line on stderr as each stage starts (a build without progress bars)
 
 
 @dataclass(frozen=True)
@@ -103,13 +86,14 @@ class RepoRun:
     kept: list[Sample]
 
 
-def run_repository(spec: RepoSpec, settings: RepoSettings, step: CandidateStep,
-                   executor: Executor | None = None) -> RepoRun:
-    """`spec` through the stages (see the module doc); verification on `executor` (default: local threads).
-    Never raises for the repository's sake."""
+def run_repository(task: RepoTask, step: CandidateStep, workdir: Path, executor: Executor | None = None) -> RepoRun:
+    """The task's repository through the stages (see the module doc), the baseline's coverage data written
+    under `workdir`; verification on `executor` (default: local threads).  Never raises for the
+    repository's sake."""
+    spec, settings = task.spec, task.settings
     lap = _lap_clock()
     stage, parts, timings = "source", {}, {}
-    say = _stage_line(spec.name) if settings.stage_lines else (lambda stage: None)
+    say = _stage_line(spec.name) if not settings.progress else (lambda stage: None)  # no bars: a line a stage
     say(stage)
     record: RepoRecord | None = None
     made: Candidates | None = None
@@ -126,10 +110,7 @@ def run_repository(spec: RepoSpec, settings: RepoSettings, step: CandidateStep,
             raise SourceError(scan.refusal)
         stage = "prepare"
         say("prepare (environment, baseline runs)")
-        prepared = prepare(spec, fetched, settings.python, runs=settings.baseline_runs,
-                           timeout_s=settings.baseline_timeout_s, isolation=settings.isolation,
-                           skip_modules=settings.skip_modules, samples_per_repo=settings.samples_per_repo,
-                           workers=settings.baseline_workers, coverage_data=settings.folder / "coverage.sqlite")
+        prepared = prepare(task, fetched, coverage_data=workdir / "coverage.sqlite")
         lap()
         record = prepared.record
         parts.update(prepared.report)
@@ -146,12 +127,12 @@ def run_repository(spec: RepoSpec, settings: RepoSettings, step: CandidateStep,
             say(f"verification ({len(made.samples)} candidates)")
             select = selector(prepared.baseline, prepared.coverage, pool, settings.selection_floor)
             selected = select(made.samples)
-            if settings.verify is None:
+            if not settings.verify:
                 kept = selected
             else:
                 more = made.more
-                verified = verify_repo(selected, prepared.baseline, prepared.coverage, settings.verify, spec.name,
-                                       made.quotas, more and (lambda needs, round_: select(more(needs, round_))),
+                verified = verify_repo(selected, prepared.baseline, prepared.coverage, task, made.quotas,
+                                       more and (lambda needs, round_: select(more(needs, round_))),
                                        executor, prepared.record)
                 kept = verified.kept
                 timings["verify_s"] = lap()

@@ -106,10 +106,7 @@ def markdown(summary: dict) -> str:
         lines += [f"- {name}: tests found at {paths}" for name, paths in found]
     if summary.get("isolation_note"):
         lines += ["", summary["isolation_note"]]
-    cluster = summary.get("executor") or {}
-    if cluster.get("executor", "local") != "local":
-        lines += ["", f"verified on {cluster['executor']}: samples per node {cluster.get('items_per_node')}, "
-                      f"environments per node {cluster.get('environments_per_node')}"]
+    lines += throughput_lines(summary.get("executor") or {})
     verified = [r for r in summary["repos"] if "verify_candidates" in r]
     if verified:
         head = ["repo", "verified", "kept", "gt failed", "null passed", "null-pass share", "rules",
@@ -157,6 +154,18 @@ def phase_table(summary: dict) -> list[str]:
     if summary.get("build_wall_s") is not None:
         lines += ["", f"Build wall time {summary['build_wall_s']:.0f} s with {summary.get('repo_workers', 1)} "
                       "repositories at a time (the sum above counts overlapping repositories once each)."]
+    return lines
+
+
+def throughput_lines(cluster: dict) -> list[str]:
+    """Markdown lines: where the repositories were built, and per node repositories and samples per hour."""
+    nodes = cluster.get("per_node") or {}
+    if not nodes:
+        return []
+    lines = ["", f"Built on {cluster.get('executor', 'local')} ({len(nodes)} node{'s' * (len(nodes) != 1)}, "
+                 f"{cluster.get('wall_s', 0):.0f} s of fresh work; reused repositories not counted):", ""]
+    lines += [f"- {node}: {n['repos']} repositories, {n['samples']} samples - {n['repos_per_hour']:g} repositories "
+              f"and {n['samples_per_hour']:g} samples per hour" for node, n in nodes.items()]
     return lines
 
 

@@ -81,7 +81,7 @@ def _add_build(p: argparse.ArgumentParser) -> None:
                    help="mutants of each verified ground truth judged for mutation adequacy (0: none; default 3)")
     p.add_argument("--min-mutant-kill", type=float, default=0.5,
                    help="drop a sample whose tests kill fewer than this share of its mutants (default 0.5)")
-    _add_executor(p, "verification")
+    _add_executor(p, "the build (one Ray task per repository)")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from execrepobench_metric.defaults import VERIFY_TIMEOUT_S
@@ -47,11 +48,12 @@ def add_import_official(p: argparse.ArgumentParser) -> None:
 
 
 def run_import_official(args: argparse.Namespace) -> int:
-    from execrepobench.builder.official import import_official
+    from execrepobench.builder.official import OFFICIAL_SETTINGS, import_official
 
-    report = import_official(args.jsonl, args.repos, args.out, verify=not args.no_verify, workers=args.workers,
-                             progress=not args.no_progress, baseline_runs=args.baseline_runs,
-                             gt_runs=args.gt_runs, python=args.python, judge_timeout_s=args.timeout)
+    settings = replace(OFFICIAL_SETTINGS, verify=not args.no_verify, workers=args.workers,
+                       progress=not args.no_progress, baseline_runs=args.baseline_runs, gt_runs=args.gt_runs,
+                       judge_timeout_s=args.timeout)
+    report = import_official(args.jsonl, args.repos, args.out, settings, python=args.python)
     print(json.dumps(report["overall"], indent=1))
     print(f"wrote {args.out}/samples.jsonl, all_samples.jsonl, import_report.json")
     if report["overall"].get("repos_error"):
@@ -117,18 +119,22 @@ def add_release(p: argparse.ArgumentParser) -> None:
     p.add_argument("--license", default=None,
                    help="one Hub license id for the whole dataset (default: `other`, each repository's license in "
                         "LICENSES.md and the card)")
+    p.add_argument("--executor", choices=("local", "ray"), default="local",
+                   help="where each repository is built: local threads (default) or one Ray task per repository on "
+                        "a cluster (pip install 'execrepobench[ray]'; each node keeps its own cache)")
+    p.add_argument("--ray-address", default=None,
+                   help="with --executor ray: 'auto', HOST:PORT, or unset (RAY_ADDRESS, else a local Ray instance)")
     p.add_argument("--push-to-hub", metavar="REPO_ID", default=None, help="push the published folder at the end")
     p.add_argument("--private", action="store_true")
     p.add_argument("--no-progress", action="store_true")
 
 
 def run_release(args: argparse.Namespace) -> int:
-    from dataclasses import replace
-
     from execrepobench.builder.sources.manifest import default_manifest_path, instruct_manifest_path, load_manifest
     from execrepobench.builder.release.release import ReleaseConfig, release
     from execrepobench_dataset.publish import push_to_hub
     from execrepobench_dataset.stats import tokenizer_counter
+    from execrepobench_metric.execution.executors.base import ExecutorConfig
 
     manifest = load_manifest(args.manifest or default_manifest_path())
     instruct = load_manifest(args.instruct_manifest or instruct_manifest_path())
@@ -138,7 +144,8 @@ def run_release(args: argparse.Namespace) -> int:
     counter = tokenizer_counter(args.stats_tokenizer) if args.stats_tokenizer else None
     config = ReleaseConfig(out=args.out, manifest=manifest, instruct_manifest=instruct, only=tuple(args.repo),
                            instruct_only=tuple(args.instruct_repo), context=args.context, license=args.license,
-                           build_options={"workers": args.workers} if args.workers else {},
+                           build_options={"executor": ExecutorConfig(args.executor, args.ray_address),
+                                          **({"workers": args.workers} if args.workers else {})},
                            compare_materialised=args.compare_materialised, count_tokens=counter,
                            tokenizer_name=args.stats_tokenizer.name if args.stats_tokenizer else None,
                            progress=not args.no_progress)

@@ -30,6 +30,11 @@ def add_live(p: argparse.ArgumentParser) -> None:
                         f"(default {LIVE_BASELINE_TIMEOUT_S:g})")
     p.add_argument("--allow-weak-sandbox", action="store_true",
                    help="without bubblewrap, run baselines and verification in the weak mode instead of refusing")
+    p.add_argument("--executor", choices=("local", "ray"), default="local",
+                   help="where each repository is built: local threads (default) or one Ray task per repository on "
+                        "a cluster (pip install 'execrepobench[ray]'; each node keeps its own cache)")
+    p.add_argument("--ray-address", default=None,
+                   help="with --executor ray: 'auto', HOST:PORT, or unset (RAY_ADDRESS, else a local Ray instance)")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
 
 
@@ -39,6 +44,7 @@ def run_live(args: argparse.Namespace) -> int:
     from execrepobench.builder.live.snapshot import LiveConfig, snapshot
     from execrepobench.builder.live.window import Window
     from execrepobench_dataset.errors import UsageError
+    from execrepobench_metric.execution.executors.base import ExecutorConfig
 
     window = Window.of(args.after, args.before)
     if args.limit is not None and args.limit < 1:
@@ -50,7 +56,8 @@ def run_live(args: argparse.Namespace) -> int:
                         candidates_name=args.candidates.name if args.candidates else "candidates.toml",
                         named=bool(args.candidate), limit=args.limit, samples_per_repo=args.samples_per_repo,
                         seed=args.seed, index_url=args.index_url, progress=not args.no_progress,
-                        allow_weak_sandbox=args.allow_weak_sandbox, baseline_timeout_s=args.baseline_timeout)
+                        allow_weak_sandbox=args.allow_weak_sandbox, baseline_timeout_s=args.baseline_timeout,
+                        build_options={"executor": ExecutorConfig(args.executor, args.ray_address)})
     summary = snapshot(config)
     print(live_markdown(summary["live"]))
     print(f"wrote {args.out / 'samples.jsonl'} and {args.out / 'build_report.md'} (config "

@@ -238,13 +238,15 @@ def prepared_repo(manifest_text: str, base: Path) -> dict:
     baseline) without masking or verification: what `make_sample` needs to make samples by hand."""
     from execrepobench.builder.sources.manifest import parse_manifest
     from execrepobench.builder.preparation.prepare import prepare
+    from execrepobench.builder.settings import BuildSettings, RepoTask
     from execrepobench.builder.sources.sources import fetch
     from execrepobench_metric.execution.sandbox import decide_isolation
 
     manifest = parse_manifest(manifest_text, base)
     spec = manifest.repos[0]
     fetched = fetch(spec)
-    prepared = prepare(spec, fetched, manifest.python, runs=1, timeout_s=600, isolation=decide_isolation(False)[0])
+    settings = BuildSettings(baseline_runs=1, baseline_timeout_s=600, workers=1)
+    prepared = prepare(RepoTask(spec, settings, decide_isolation(False)[0], manifest.python), fetched)
     record = prepared.record
     return {"root": prepared.env.root, "env_key": record.env_key, "pinned": record.repo_source,
             "test_command": record.test_command, "python": prepared.env.python}

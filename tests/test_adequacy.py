@@ -1,10 +1,12 @@
 """Mutation adequacy: mutants of the ground truth (pure) and their verdicts in verification (real sandbox)."""
 import ast
+from dataclasses import replace
 
 import pytest
 
 from conftest import make_sample
 from execrepobench.builder.verification.mutants import mutants
+from execrepobench.builder.settings import BuildSettings
 from execrepobench.builder.verification.verify import verify_samples
 from execrepobench_metric.execution.verdict import JudgeConfig
 
@@ -40,13 +42,14 @@ def test_verification_counts_killed_mutants_and_drops_weak_tests(built_minirepo)
                     judged=(INSIDE, EDGES), fill_type="grammar-based: block")
     assert len(mutants(s)) == 3
     conf = JudgeConfig(timeout_s=60)
-    (kept,) = verify_samples([s], conf, workers=1, gt_runs=1, progress=False, mutants=3, min_killed=0.5)
+    adequacy = BuildSettings(workers=1, gt_runs=1, progress=False, mutants=3, min_mutant_kill=0.5)
+    (kept,) = verify_samples([s], conf, adequacy)
     assert kept.kept and (kept.sample.mutants_killed, kept.sample.mutants_total) == (2, 3), kept
     assert kept.mutant_runs == 3 and kept.mutant_s > 0  # what adequacy cost (the build report sums it)
-    (weak,) = verify_samples([s], conf, workers=1, gt_runs=1, progress=False, mutants=3, min_killed=1.0)
+    (weak,) = verify_samples([s], conf, replace(adequacy, min_mutant_kill=1.0))
     assert (weak.kept, weak.reason) == (False, "weak_tests") and "killed 2 of 3" in weak.detail, weak
     assert "value <= low" in weak.detail  # the surviving mutant, for a person to look at
-    (off,) = verify_samples([s], conf, workers=1, gt_runs=1, progress=False)  # no mutants asked for
+    (off,) = verify_samples([s], conf, replace(adequacy, mutants=0))  # no mutants asked for
     assert off.kept and (off.sample.mutants_killed, off.sample.mutants_total) == (0, 0) and off.mutant_runs == 0
 
 

@@ -1,14 +1,17 @@
 """Importing the paper's official release: a fixture in its exact format (JSONL + repos folder)."""
 import json
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from execrepobench.builder.official import OfficialFormatError, import_official, read_official
+from execrepobench.builder.official import (OFFICIAL_SETTINGS, OfficialFormatError, import_official,
+                                           read_official)
 from execrepobench_dataset.record import FILL_TYPES, read_jsonl
 
 OFFICIAL = Path(__file__).parent / "fixtures" / "official"
+QUIET = replace(OFFICIAL_SETTINGS, progress=False)
 
 
 def _copy_fixture(dest: Path) -> Path:
@@ -22,8 +25,8 @@ def imported(tmp_path_factory):
     src = _copy_fixture(base / "release")
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("EXECREPOBENCH_CACHE", str(base / "cache"))  # uv's own cache stays the default one
-        report = import_official(src / "exec_repo_bench.jsonl", src / "repos", base / "out", workers=2,
-                                 progress=False, baseline_runs=1, gt_runs=1)
+        settings = replace(OFFICIAL_SETTINGS, workers=2, progress=False, baseline_runs=1, gt_runs=1)
+        report = import_official(src / "exec_repo_bench.jsonl", src / "repos", base / "out", settings)
         yield {"report": report, "src": src, "out": base / "out"}
 
 
@@ -99,7 +102,7 @@ def test_bad_jsonl_names_file_line_and_field(tmp_path):
         read_official(_bad(tmp_path, [json.dumps(pairs)]))
     escape = dict(json.loads(good), repo_name="../elsewhere")
     with pytest.raises(OfficialFormatError, match=r"bad\.jsonl:1: field 'repo_name'"):
-        import_official(_bad(tmp_path, [json.dumps(escape)]), tmp_path, tmp_path / "out", progress=False)
+        import_official(_bad(tmp_path, [json.dumps(escape)]), tmp_path, tmp_path / "out", QUIET)
 
 
 def test_unknown_repo_folder_is_a_report_entry(tmp_path, monkeypatch):
@@ -107,7 +110,7 @@ def test_unknown_repo_folder_is_a_report_entry(tmp_path, monkeypatch):
     line = dict(json.loads((OFFICIAL / "exec_repo_bench.jsonl").read_text().splitlines()[0]), repo_name="nosuch")
     path = _bad(tmp_path, [json.dumps(line)])
     (tmp_path / "repos").mkdir()
-    report = import_official(path, tmp_path / "repos", tmp_path / "out", progress=False)
+    report = import_official(path, tmp_path / "repos", tmp_path / "out", QUIET)
     rep = report["repos"]["nosuch"]
     assert rep["status"] == "error" and "nosuch" in rep["reason"] and rep["lines"] == 1 and rep["converted"] == 0
     assert report["overall"]["repos_error"] == 1 and report["overall"]["kept"] == 0

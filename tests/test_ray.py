@@ -6,7 +6,6 @@ Judged: the fixture repository built by the real builder in the session's cache 
 the driver ships its snapshot, each node makes the environment from the repository record itself)."""
 import dataclasses
 import json
-import os
 import threading
 import time
 from collections import Counter
@@ -167,32 +166,6 @@ def test_a_node_that_cannot_make_the_environment_gives_harness_errors(built_mini
         assert "node " in row["detail"] and "not portable" in row["detail"], row["detail"]
         assert row["artifacts"]  # evidence of an error is always kept, on the driver
     assert not journal.exists() or not journal.read_text().strip()
-
-
-def test_builder_verification_on_ray_keeps_the_same_samples(built_minirepo, cluster, tmp_path):
-    from execrepobench.builder.build import BuildConfig, build
-    from execrepobench.builder.sources.manifest import parse_manifest
-    from execrepobench_metric.execution.executors.base import ExecutorConfig
-
-    from conftest import FIXTURES
-
-    ray_cluster, _ = cluster
-    text = f'[[repo]]\nsource = "path:{FIXTURES / "minirepo"}"\nname = "minirepo"\nsamples_per_repo = 4\n'
-    summary = build(BuildConfig(manifest=parse_manifest(text, tmp_path), out=tmp_path / "out", baseline_runs=1,
-                                progress=False, executor=ExecutorConfig("ray", ray_cluster.address)))
-    assert summary["repos"][0]["status"] == "ok", summary["repos"][0]
-    counts = summary["executor"]["items_per_node"]
-    assert summary["executor"]["executor"] == "ray" and sum(counts.values()) >= 4, summary["executor"]
-    # The builder verifies in rounds of 2 x parallelism until enough are kept: compare with a local build
-    # of the same parallelism (the session's build when this machine has as many cores as the cluster).
-    reference = built_minirepo["out"]
-    if (os.cpu_count() or 1) != 2 * NODE_CPUS:
-        reference = tmp_path / "local"
-        build(BuildConfig(manifest=parse_manifest(text, tmp_path), out=reference, baseline_runs=1, progress=False,
-                          workers=2 * NODE_CPUS))
-    local = (reference / "samples.jsonl").read_bytes()
-    assert (tmp_path / "out" / "samples.jsonl").read_bytes() == local  # verified the same, kept the same
-    assert "verified on ray" in (tmp_path / "out" / "build_report.md").read_text()
 
 
 def test_a_task_no_node_can_hold_is_refused_not_left_waiting(cluster):

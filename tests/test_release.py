@@ -13,7 +13,7 @@ from execrepobench.builder.sources.manifest import parse_manifest
 def test_release_builds_instructs_publishes_and_resumes(tmp_path, minirepo, offline_hf, monkeypatch):
     import datasets
 
-    from execrepobench.builder import build as build_mod
+    from execrepobench.builder import repo_build as build_mod
     from execrepobench.builder.instruct import instruct
     from execrepobench_dataset.repo_record import RepoRecord
 

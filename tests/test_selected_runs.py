@@ -12,6 +12,7 @@ import pytest
 
 from conftest import make_sample, prepared_local_repo
 from execrepobench.builder.verification.ground_truth import check_ground_truth
+from execrepobench.builder.settings import BuildSettings
 from execrepobench.builder.verification.verify import verify_one, verify_samples
 from execrepobench_metric.execution.judge import judge
 from execrepobench_metric.execution.verdict import JudgeConfig
@@ -180,8 +181,9 @@ def test_a_ground_truth_that_passes_only_next_to_another_test_file_is_not_kept(s
     alone = judge(needs, needs.middle_code, JudgeConfig(timeout_s=120, known_verdicts=False, fail_fast=False))
     assert alone.failing_tests == ("tests/test_needs_extra.py::test_needs",), alone  # what evaluation runs
     assert [g.passed for g in check_ground_truth([needs, imports], JudgeConfig(timeout_s=120), 1)] == [True, True]
-    needs_out, imports_out = verify_samples([needs, imports], JudgeConfig(timeout_s=120), workers=1, gt_runs=1,
-                                            progress=False)  # ground-truth runs shared only by the same test files
+    quiet = BuildSettings(workers=1, gt_runs=1, progress=False, mutants=0)
+    # ground-truth runs shared only by the same test files
+    needs_out, imports_out = verify_samples([needs, imports], JudgeConfig(timeout_s=120), quiet)
     assert (needs_out.reason, imports_out.reason) == ("gt_failed", "kept"), (needs_out, imports_out)
 
 

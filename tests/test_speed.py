@@ -8,6 +8,7 @@ import pytest
 
 from conftest import make_sample
 from execrepobench.builder.verification.ground_truth import check_ground_truth
+from execrepobench.builder.settings import BuildSettings
 from execrepobench.builder.verification.verify import verify_samples
 from execrepobench_metric.environments.venvs import find_environment
 from execrepobench_metric.execution.budget import Budget
@@ -105,7 +106,8 @@ def test_null_fill_first_no_ground_truth_run_for_a_null_pass(built_minirepo):
     good = make_sample(built_minirepo, "minirepo/mathx.py", "return value", judged=(EDGES, INSIDE))
     untested = make_sample(built_minirepo, "minirepo/strings.py", 'return text.upper() + "!"',
                            judged=("tests/test_strings.py::test_slugify",))
-    kept, dropped = verify_samples([good, untested], conf, workers=2, gt_runs=2, progress=False)
+    settings = BuildSettings(workers=2, gt_runs=2, progress=False, mutants=0)
+    kept, dropped = verify_samples([good, untested], conf, settings)
     assert kept.kept and kept.sample.judged_tests[0] == INSIDE  # the test that caught the null fill first
     assert kept.timing is not None and len(kept.gt_runs_s) == 2
     assert dropped.reason == "null_passed" and dropped.gt_runs_s == ()  # never ran its ground truth

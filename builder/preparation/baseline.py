@@ -14,12 +14,13 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from execrepobench_metric.defaults import BASELINE_TIMEOUT_S, PROBE_TIMEOUT_S
+from execrepobench_metric.defaults import PROBE_TIMEOUT_S
 from execrepobench_metric.environments.venvs import Environment
 from execrepobench_metric.execution.surface import (
     FAILED, Isolation, Limits, PASSED, PytestInvocation, SKIPPED, protected_paths, run_command, run_pytest)
 
 from ..errors import BaselineError, CoverageError
+from ..settings import RepoTask
 from ..sources.manifest import RepoSpec
 
 
@@ -137,17 +138,18 @@ def baseline_invocations(inv: PytestInvocation, runs: int, coverage_data: Path |
     return [replace(inv, coverage_data=coverage_data), *[inv] * max(1, runs - 1)]
 
 
-def run_baseline(repo: str, env: Environment, root: Path, spec: RepoSpec, modules: list[str], *,
-                 isolation: Isolation, runs: int = 3, timeout_s: float = BASELINE_TIMEOUT_S,
-                 collections: int = 5, workers: int = 1, coverage_data: Path | None = None,
-                 test_limit_s: float = 0.0) -> Baseline:
+def run_baseline(env: Environment, root: Path, spec: RepoSpec, modules: list[str], task: RepoTask, *,
+                 collections: int = 5, coverage_data: Path | None = None, test_limit_s: float = 0.0) -> Baseline:
     """The suite runs under the same isolation the metric judges in, with the same paths read-only
     (tests that need the network or write outside the tree or into the tests fail here and are excluded).  Runs, and then collections, go `workers` at
     a time (on a loaded machine more tests look flaky: they are excluded, never judged wrongly).
     `coverage_data`: one of the runs is the coverage run (`baseline_invocations`), its outcomes counted
     like the others (a test must pass under coverage too), its data written there.  `test_limit_s` (> 0): the
     first run alone, each test limited to that many wall seconds; the tests it stopped (`hung`: they wait for
-    the network, a server, a terminal) are deselected by node id in the other runs and count as failing."""
+    the network, a server, a terminal) are deselected by node id in the other runs and count as failing.  The
+    task's settings say how many runs (`baseline_runs`), how long each may take and how many at a time."""
+    repo, isolation, settings = spec.name, task.isolation, task.settings
+    runs, timeout_s, workers = settings.baseline_runs, settings.baseline_timeout_s, settings.baseline_workers
     t0 = time.monotonic()
     import_check = check_imports(repo, env, root, modules) if modules else {}
     timings = {"import_check_s": time.monotonic() - t0}

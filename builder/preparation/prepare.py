@@ -14,6 +14,7 @@ from execrepobench_metric.environments.venvs import Environment, ensure_environm
 from execrepobench_metric.execution.surface import Isolation
 
 from ..sampling.masking import candidate_files
+from ..settings import RepoTask
 from ..sources.manifest import RepoSpec
 from ..sources.sources import FetchedSource
 from .baseline import BASELINE_TEST_LIMIT_S, Baseline, BaselineError, CoverageError, run_baseline, top_level_modules
@@ -43,15 +44,14 @@ def python_version(spec: RepoSpec, python: str | None) -> str:
     return spec.python or python or f"{sys.version_info.major}.{sys.version_info.minor}"
 
 
-def prepare(spec: RepoSpec, fetched: FetchedSource, python: str | None, *, runs: int, timeout_s: float,
-            isolation: Isolation, skip_modules: tuple[str, ...] = (), samples_per_repo: int = 0,
-            workers: int = 1, coverage_data: Path | None = None) -> Prepared:
+def prepare(task: RepoTask, fetched: FetchedSource, coverage_data: Path | None = None) -> Prepared:
     """Lock + environment (made from the lock) + test layout + conflicting settings + import check +
     baseline (with `coverage_data`: one of its runs under coverage.py, with a context per test, writing
     there; `Prepared.coverage` maps it).  The repository record carries the test paths found and the
     overriding arguments."""
+    spec, isolation, samples_per_repo = task.spec, task.isolation, task.samples_per_repo
     t0 = time.monotonic()
-    version = python_version(spec, python)
+    version = python_version(spec, task.python)
     inferred = None
     if spec.infer_requirements:  # the entry names no test requirements: the one inference (build, live, release)
         inferred = infer_test_requirements(spec.name, fetched.source_hash, fetched.root, version,
@@ -66,12 +66,11 @@ def prepare(spec: RepoSpec, fetched: FetchedSource, python: str | None, *, runs:
     run_spec = replace(spec, test_paths=layout.paths, pytest_args=(*spec.pytest_args, *overrides.pytest_args))
     draft = draft_record(run_spec, fetched, version, lock, samples_per_repo)  # same key: the lock decides it
     sources = candidate_files(fetched.root, exclude=layout.paths)
-    modules = [m for m in top_level_modules(sources) if m not in skip_modules]
+    modules = [m for m in top_level_modules(sources) if m not in task.settings.skip_modules]
     if coverage_data is not None:
         coverage_data.parent.mkdir(parents=True, exist_ok=True)
         coverage_data.unlink(missing_ok=True)
-    baseline, run_spec, repairs = _healed_baseline(spec.name, env, fetched.root, run_spec, modules, runs=runs,
-                                                   timeout_s=timeout_s, isolation=isolation, workers=workers,
+    baseline, run_spec, repairs = _healed_baseline(env, fetched.root, run_spec, modules, task,
                                                    coverage_data=coverage_data)
     if repairs:
         draft = draft_record(run_spec, fetched, version, lock, samples_per_repo)
@@ -92,8 +91,8 @@ def prepare(spec: RepoSpec, fetched: FetchedSource, python: str | None, *, runs:
 
 
 
-def _healed_baseline(name: str, env: Environment, root: Path, run_spec: RepoSpec, modules: list[str],
-                     **kwargs) -> tuple[Baseline, RepoSpec, list[Repair]]:
+def _healed_baseline(env: Environment, root: Path, run_spec: RepoSpec, modules: list[str], task: RepoTask,
+                     coverage_data: Path | None) -> tuple[Baseline, RepoSpec, list[Repair]]:
     """The baseline, after the repairs pytest's output calls for (`heal.py`), one at a time: (baseline, the
     spec as run, the repairs made).  Still failing: the last error, naming every repair tried."""
     found = pytest_config(root, tuple(run_spec.test_paths))
@@ -101,7 +100,8 @@ def _healed_baseline(name: str, env: Environment, root: Path, run_spec: RepoSpec
     repairs: list[Repair] = []
     while True:
         try:
-            return (run_baseline(name, env, root, run_spec, modules, test_limit_s=BASELINE_TEST_LIMIT_S, **kwargs),
+            return (run_baseline(env, root, run_spec, modules, task, coverage_data=coverage_data,
+                                 test_limit_s=BASELINE_TEST_LIMIT_S),
                     run_spec, repairs)
         except CoverageError:
             raise

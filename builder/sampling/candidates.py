@@ -40,13 +40,25 @@ def mask_repository(name: str, root: Path, seed: int, mask: MaskConfig, exclude:
     return MaskedRepo(files, raw, sample_masks(raw, mask, seed, name, region), RepoContextIndex(pool or read_pool(root)))
 
 
-def make_samples(name: str, pinned: str, root: Path, env_key: str, seed: int, mask: MaskConfig, *,
-                 test_command: tuple[str, ...], excluded_tests: tuple[str, ...], exclude: tuple[str, ...],
-                 pool: dict[str, str] | None = None, region: Region | None = None,
-                 fields: Mapping[str, str] | None = None) -> tuple[list[Sample], dict]:
+@dataclass(frozen=True)
+class Stamp:
+    """What every candidate of a repository records besides its mask: where it comes from and how it is judged."""
+
+    name: str
+    pinned: str  # the pinned source (repo_source)
+    env_key: str
+    seed: int
+    test_command: tuple[str, ...]
+    excluded_tests: tuple[str, ...]
+    fields: Mapping[str, str] | None = None  # more fields every sample records (a live snapshot's)
+
+
+def make_samples(root: Path, stamp: Stamp, mask: MaskConfig, *, exclude: tuple[str, ...],
+                 pool: dict[str, str] | None = None, region: Region | None = None) -> tuple[list[Sample], dict]:
     """Mask the repository's sources (not `exclude`: its test paths' modules that define tests; inside `region`
-    when given), attach ranked context: the candidate samples (not yet verified, each with the baseline's
-    `test_command` and `excluded_tests`, and `fields` set) and the masking part of the report."""
+    when given), attach ranked context: the candidate samples (not yet verified, each stamped with `stamp`) and
+    the masking part of the report."""
+    name, pinned, env_key, seed = stamp.name, stamp.pinned, stamp.env_key, stamp.seed
     pool = pool if pool is not None else read_pool(root)
     masked = mask_repository(name, root, seed, mask, exclude, pool, region)
     raw, result, index, sources = masked.raw, masked.result, masked.index, masked.files
@@ -63,8 +75,8 @@ def make_samples(name: str, pinned: str, root: Path, env_key: str, seed: int, ma
             fill_type=fill, node_type=m.node_type,
             middle_start_byte=m.start_byte, middle_end_byte=m.end_byte,
             env_key=env_key, seed=seed, builder_version=__version__,
-            test_command=test_command, excluded_tests=excluded_tests,
-            **dict(fields or {}),
+            test_command=stamp.test_command, excluded_tests=stamp.excluded_tests,
+            **dict(stamp.fields or {}),
         ))
         wrong = check_fill_type(samples[-1])  # the label re-derived from the record: the one table, any path
         if wrong:

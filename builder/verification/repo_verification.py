@@ -12,30 +12,16 @@ from execrepobench_dataset.measurements import Measurements
 from execrepobench_dataset.record import Sample
 from execrepobench_dataset.repo_record import RepoRecord
 from execrepobench_dataset.schemes import MEASUREMENTS_SCHEME
-from execrepobench_metric.execution.surface import Executor, JudgeConfig, calibration_s, machine
+from execrepobench_metric.execution.surface import Executor, calibration_s, machine
 
 from ..preparation.baseline import Baseline
 from ..preparation.coverage import CoverageMap
+from ..settings import RepoTask
 from .mix import verify_to_quotas
 from .selection import ImportGraph, region_lines
 from .verify import Outcome, verify_report, verify_samples, with_selection
 
 CANDIDATES_PER_ROUND = 16  # candidates verified per round of verify_to_quotas (at least 2 per parallel run)
-
-
-@dataclass(frozen=True)
-class VerifySettings:
-    """How a repository's candidates are verified."""
-
-    judge: JudgeConfig  # the sandbox's isolation and the judge's timeout
-    workers: int  # judgements at a time (local threads when no executor is given)
-    gt_runs: int  # ground-truth runs per candidate (verify.py)
-    progress: bool = True
-    # mutation adequacy: mutants of each verified ground truth judged, and the share its tests must kill
-    mutants: int = 0
-    min_mutant_kill: float = 0.0
-    # a null fill's run bounded by the baseline's estimate for its judged tests; False: the judge's timeout
-    null_budgets: bool = True
 
 
 @dataclass(frozen=True)
@@ -56,7 +42,7 @@ def selector(baseline: Baseline, cov: CoverageMap | None, pool: dict[str, str],
     return lambda candidates: with_selection(candidates, cov, graph, baseline.passing, floor)
 
 
-def verify_repo(selected: list[Sample], baseline: Baseline, cov: CoverageMap, settings: VerifySettings, name: str,
+def verify_repo(selected: list[Sample], baseline: Baseline, cov: CoverageMap, task: RepoTask,
                 quotas: Mapping[str, int] | None = None,
                 more: Callable[[dict[str, int], int], list[Sample]] | None = None,
                 executor: Executor | None = None, record: RepoRecord | None = None) -> Verified:
@@ -64,12 +50,12 @@ def verify_repo(selected: list[Sample], baseline: Baseline, cov: CoverageMap, se
     per-level quotas (the paper's mix, builder/verification/mix.py) are kept, `more(needs, round)` giving
     extra candidates (with their tests) for a level that runs out; without, every candidate.  Verification
     runs on `executor` (default: local threads); `record` lets its remote nodes make the environment."""
+    settings, name = task.settings, task.spec.name
     estimate = baseline.estimate_s if settings.null_budgets else None
 
     def verify(batch: list[Sample]) -> list[Outcome]:
-        return verify_samples(batch, settings.judge, workers=settings.workers, gt_runs=settings.gt_runs,
-                              progress=settings.progress, label=f"verify {name}", executor=executor, record=record,
-                              estimate=estimate, mutants=settings.mutants, min_killed=settings.min_mutant_kill)
+        return verify_samples(batch, task.judge, settings, label=f"verify {name}", executor=executor, record=record,
+                              estimate=estimate)
 
     if quotas is None:
         outcomes, mix_report = verify(selected), {}

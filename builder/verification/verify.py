@@ -45,6 +45,7 @@ from execrepobench_metric.execution.surface import (
     Batch, Budget, Executor, JudgeConfig, LocalExecutor, collected_files, judge_safely, null_fill, split, time_budget)
 
 from ..preparation.coverage import CoverageMap
+from ..settings import BuildSettings
 from .adequacy import Adequacy, adequate, check_mutants
 from .ground_truth import GroundTruth, check_ground_truth
 from .selection import ImportGraph, select_tests
@@ -135,22 +136,22 @@ def with_selection(samples: list[Sample], cov: CoverageMap, graph: ImportGraph, 
 
 
 def verify_one(sample: Sample, config: JudgeConfig, gt_runs: int = 3) -> Outcome:
-    """One sample on its own, by the same steps."""
-    return verify_samples([sample], config, workers=1, gt_runs=gt_runs, progress=False)[0]
+    """One sample on its own, by the same steps (no mutants)."""
+    return verify_samples([sample], config, BuildSettings(workers=1, gt_runs=gt_runs, progress=False, mutants=0))[0]
 
 
-def verify_samples(samples: list[Sample], config: JudgeConfig, *, workers: int, gt_runs: int = 3,
-                   progress: bool = True, label: str = "verify", executor: Executor | None = None,
-                   record: RepoRecord | None = None,
-                   estimate: Callable[[tuple[str, ...]], float] | None = None,
-                   mutants: int = 0, min_killed: float = 0.0) -> list[Outcome]:
+def verify_samples(samples: list[Sample], config: JudgeConfig, settings: BuildSettings, *, label: str = "verify",
+                   executor: Executor | None = None, record: RepoRecord | None = None,
+                   estimate: Callable[[tuple[str, ...]], float] | None = None) -> list[Outcome]:
     """One outcome per sample, in the order of `samples` (see the module doc for the steps).  On
-    `executor` (default: `workers` local threads); `record` lets a remote node make the repository's
+    `executor` (default: `settings.workers` local threads); `record` lets a remote node make the repository's
     environment; `estimate(tests)` (the baseline's CPU seconds for a run of them) gives the budget of a
-    null fill's run (None: `config.timeout_s`).  `mutants`: mutants of each kept sample's ground truth
-    judged after it (`adequacy.py`); one whose tests kill fewer than `min_killed` of them is dropped
-    (`weak_tests`).  A sample its node could not verify (environment not made there, node lost) is a
+    null fill's run (None: `config.timeout_s`).  `settings.mutants`: mutants of each kept sample's ground truth
+    judged after it (`adequacy.py`); one whose tests kill fewer than `settings.min_mutant_kill` of them is
+    dropped (`weak_tests`).  A sample its node could not verify (environment not made there, node lost) is a
     `harness_error`, never a ground-truth failure."""
+    workers, gt_runs, progress = settings.workers, settings.gt_runs, settings.progress
+    mutants, min_killed = settings.mutants, settings.min_mutant_kill
     if not samples:
         return []
     executor = executor or LocalExecutor(workers)
