@@ -2,7 +2,7 @@
 
 `load_samples(**metadata)` (lm-eval's `custom_dataset`; metadata = the task's `metadata`, lm-eval's
 `--metadata` and the model's `--model_args` merged) opens `dataset` (a published dataset folder, a Hub dataset
-id, or a builder's samples.jsonl; optional `config`, `revision`, `limit`) and renders every sample's prompt as
+id, or a builder's samples.jsonl; optional `dataset_config`, `dataset_revision`, `limit`, `timeout`) and renders every sample's prompt as
 `execrepobench run` does: template `template` (default: detected from the model name), fitted with the tokenizer
 of `tokenizer` / `pretrained` / `model` (a local folder or a Hub model id in the cache) to the model's length
 minus `max_new_tokens` (default 512: keep it equal to the task's max_gen_toks).
@@ -61,7 +61,7 @@ def load_samples(**meta: Any):
     if not meta.get("dataset"):
         raise ValueError("execrepobench task: give the samples with --metadata '{\"dataset\": FOLDER_OR_HUB_ID}' "
                          "(a published dataset folder, a Hub dataset id, or a builder's samples.jsonl)")
-    opened = open_dataset(str(meta["dataset"]), meta.get("revision"), meta.get("config"))
+    opened = open_dataset(str(meta["dataset"]), meta.get("dataset_revision"), meta.get("dataset_config"))
     samples = stratified_subset(list(opened.samples), int(meta["limit"]) if meta.get("limit") else None)
     model = _model_name(meta)
     template = get_template(resolve_template(meta.get("template"), model))
