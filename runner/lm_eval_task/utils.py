@@ -17,19 +17,12 @@ evaluation with the error: it is never scored as a model failure.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from typing import Any
 
 
-@dataclass(frozen=True)
-class Loaded:
-    samples: dict  # sample id -> Sample
-    dataset: Any  # what compute_with opens the repository records from
-    stops: tuple
-    timeout: float | None
-
-
-_LOADED: list[Loaded] = []  # the opened dataset: lm-eval calls process_results with the doc alone
+# lm-eval loads this file by path without registering it in sys.modules, so no dataclass here (dataclasses look
+# their module up there): the opened dataset is a plain dict - samples (id -> Sample), dataset, stops, timeout.
+_LOADED: list[dict] = []  # the opened dataset: lm-eval calls process_results with the doc alone
 
 
 def _allow_exec() -> bool:
@@ -81,8 +74,8 @@ def load_samples(**meta: Any):
         rows["fill"].append(FILL_SLUGS[sample.fill_type])
         rows["prompt"].append(prompt.text)
     dataset = opened.name if opened.commit is None or opened.revision is None else opened.folder
-    _LOADED[:] = [Loaded({s.sample_id: s for s in samples}, dataset, tuple(template.stop),
-                         float(meta["timeout"]) if meta.get("timeout") else None)]
+    _LOADED[:] = [{"samples": {s.sample_id: s for s in samples}, "dataset": dataset, "stops": tuple(template.stop),
+                   "timeout": float(meta["timeout"]) if meta.get("timeout") else None}]
     return datasets.DatasetDict({"test": datasets.Dataset.from_dict(rows)})
 
 
@@ -94,11 +87,11 @@ def process_results(doc: dict, results: list) -> dict[str, float]:
     if not _LOADED:
         raise RuntimeError("execrepobench task: process_results before load_samples")
     loaded = _LOADED[0]
-    sample = loaded.samples[doc["sample_id"]]
+    sample = loaded["samples"][doc["sample_id"]]
     raws = [x for r in results for x in ([r] if isinstance(r, str) else r)]  # a list: every repeat, unfiltered
-    completions = [clean(raw, loaded.stops) for raw in raws]
+    completions = [clean(raw, loaded["stops"]) for raw in raws]
     result = compute_with([completions], [sample],
-                          EvaluationOptions(dataset=loaded.dataset, timeout=loaded.timeout),
+                          EvaluationOptions(dataset=loaded["dataset"], timeout=loaded["timeout"]),
                           RuntimeOptions(allow_exec=_allow_exec(), progress=False))
     rows = result["details"]
     scores = {"pass@1": sum(1 for r in rows if r["passed"]) / len(rows),
