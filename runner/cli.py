@@ -14,6 +14,9 @@ from .cli_compare import COMMANDS as COMPARE_COMMANDS
 from .cli_data import COMMANDS as DATA_COMMANDS
 from .cli_metric import COMMANDS as METRIC_COMMANDS
 from .cli_live import COMMANDS as LIVE_COMMANDS
+from .cli_lm_eval import COMMANDS as LM_EVAL_COMMANDS
+from .cli_push import COMMANDS as PUSH_COMMANDS, add_run_publishing, publish_run
+from .cli_scale import add_scale_flags, scale_options
 from .cli_prepare import COMMANDS as PREPARE_COMMANDS
 
 USER_ERROR_EXIT = 2  # the user can act on it (bad input, a missing setup step): the message says what
@@ -247,6 +250,8 @@ def _add_run(p: argparse.ArgumentParser) -> None:
                    help="vllm, transformers: run the model repository's own Python code (off by default)")
     g.add_argument("--base-url", default=None,
                    help="openai: the server's URL, e.g. http://127.0.0.1:8000/v1 (default $OPENAI_BASE_URL)")
+    add_scale_flags(p)
+    add_run_publishing(p)
 
 
 def _run_run(args: argparse.Namespace) -> int:
@@ -258,6 +263,7 @@ def _run_run(args: argparse.Namespace) -> int:
                if getattr(args, key) is not None}
     if args.trust_remote_code:
         options["trust_remote_code"] = True
+    options.update(scale_options(args))  # --data-parallel-size, --concurrency, --batch-size ...
     manifest = default_manifest_path() if args.manifest == DEFAULT_MANIFEST else args.manifest
     evaluation, runtime = from_args(args)
     config = RunConfig(out=args.out, backend=args.backend, model=args.model, dataset=args.dataset, config=args.config,
@@ -265,6 +271,7 @@ def _run_run(args: argparse.Namespace) -> int:
                        limit=args.limit, n=args.n, backend_options=options, template=args.template,
                        max_new_tokens=args.max_new_tokens, evaluation=evaluation, runtime=runtime)
     run(config)  # a harness failure: run() wrote what it could and printed what failed
+    publish_run(args)  # --push-results, --wandb: what run() wrote
     return 0
 
 
@@ -281,6 +288,8 @@ COMMANDS.update(METRIC_COMMANDS)
 COMMANDS.update(PREPARE_COMMANDS)
 COMMANDS.update(COMPARE_COMMANDS)
 COMMANDS.update(LIVE_COMMANDS)
+COMMANDS.update(LM_EVAL_COMMANDS)
+COMMANDS.update(PUSH_COMMANDS)
 
 
 def main(argv: list[str] | None = None) -> int:

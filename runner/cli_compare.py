@@ -14,6 +14,8 @@ def add_compare(p: argparse.ArgumentParser) -> None:
     p.add_argument("--resamples", type=int, default=None,
                    help="bootstrap resamples and permutations, at least 100 (default 10000)")
     p.add_argument("--seed", type=int, default=None, help="seed of the resampling, >= 0 (default 0)")
+    p.add_argument("--name", action="append", default=None, metavar="NAME",
+                   help="display name of a run, once per RUN_DIR in their order (default: the model as run)")
 
 
 def run_compare(args: argparse.Namespace) -> int:
@@ -22,10 +24,10 @@ def run_compare(args: argparse.Namespace) -> int:
     resamples = DEFAULT_RESAMPLES if args.resamples is None else args.resamples
     seed = DEFAULT_SEED if args.seed is None else args.seed
     check_settings(resamples, seed, ("--resamples", "--seed"))
-    result = write_comparison(args.runs, args.out, resamples, seed)
+    result = write_comparison(args.runs, args.out, resamples, seed, args.name)
     for m in result["models"]:
         low, high = m["pass@1_ci95"]
-        print(f"{m['rank']:3d}  {m['label']:40}  pass@1 {100 * m['pass@1']:5.1f}%  "
+        print(f"{('=' if m['tied'] else '') + str(m['rank']):>3}  {m['label']:40}  pass@1 {100 * m['pass@1']:5.1f}%  "
               f"[{100 * low:5.1f}, {100 * high:5.1f}]  ES {100 * m['es']:5.1f}%")
     if result["note"]:
         print(result["note"])

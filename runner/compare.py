@@ -105,11 +105,15 @@ def _read_run(folder: Path) -> RunScores:
                      metrics)
 
 
-def read_runs(folders: list[Path]) -> list[RunScores]:
+def read_runs(folders: list[Path], names: list[str] | None = None) -> list[RunScores]:
     """The runs, checked: at least two, each folder once (paths resolved: `a`, `a/` and a link to it are
-    one folder), one dataset fingerprint, distinct labels (the folder name is added to labels that repeat)."""
+    one folder), one dataset fingerprint, distinct labels (the folder name is added to labels that repeat).
+    `names`: display names, one per folder in order (--name), used as the labels everywhere."""
     if len(folders) < 2:
         raise CompareError("compare needs at least two result folders")
+    if names and len(names) != len(folders):
+        raise CompareError(f"--name given {len(names)} time(s) for {len(folders)} result folders: give one display "
+                           "name per folder, in the folders' order")
     seen: dict[Path, Path] = {}
     for folder in map(Path, folders):
         first = seen.get(folder.resolve())
@@ -118,6 +122,9 @@ def read_runs(folders: list[Path]) -> list[RunScores]:
             raise CompareError(f"{same} is given twice: a run compared with itself; give each result folder once")
         seen[folder.resolve()] = folder
     runs = [_read_run(Path(f)) for f in folders]
+    if names:
+        runs = [RunScores(r.folder, str(name), r.fingerprint, r.dataset, r.per_sample, r.groups, r.metrics)
+                for r, name in zip(runs, names)]
     by_print: dict[str, list[str]] = {}
     for r in runs:
         by_print.setdefault(r.fingerprint, []).append(str(r.folder))
@@ -194,10 +201,13 @@ def subset_note(per_run: dict, compared: int) -> str | None:
             + ", ".join(f"{label}: {count}" for label, count in per_run.items()) + f"; {compared} shared).")
 
 
-def compare(folders: list[Path], resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED) -> dict:
+def compare(folders: list[Path], resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED,
+            names: list[str] | None = None) -> dict:
     """The comparison of the runs in `folders` (see the module docstring), as written to comparison.json."""
+    from .compare_meta import dataset_display_name, ranks, run_metadata
+
     check_settings(resamples, seed)
-    runs = read_runs(folders)
+    runs = read_runs(folders, names)
     common = set(runs[0].per_sample)
     for r in runs[1:]:
         common &= set(r.per_sample)
@@ -209,18 +219,20 @@ def compare(folders: list[Path], resamples: int = DEFAULT_RESAMPLES, seed: int =
     es = np.array([[r.per_sample[s][1] for s in ids] for r in runs])
     rng = np.random.default_rng(seed)
     draws = bootstrap_means(passes, resamples, rng)
+    es_draws = bootstrap_means(es, resamples, np.random.default_rng([seed, 1]))  # its own stream: pass@1's unchanged
     models = []
     for i, r in enumerate(runs):
         run = r.metrics.get("run") or {}
         models.append({"label": r.label, "folder": str(r.folder), "pass@1": float(passes[i].mean()),
                        "pass@1_ci95": _interval(draws[i]), "es": float(es[i].mean()),
+                       "es_ci95": _interval(es_draws[i]), **run_metadata(r.metrics),
                        "backend": run.get("backend"), "model": run.get("model"), "template": run.get("template"),
                        "n": run.get("n"), "reported": {k: v for k, v in r.metrics.items()
                                                        if k.startswith("pass@") and "/" not in k},
                        "samples_in_run": len(r.per_sample)})
     order = sorted(range(len(runs)), key=lambda i: (-models[i]["pass@1"], models[i]["label"]))
-    for rank, i in enumerate(order, 1):
-        models[i]["rank"] = rank
+    for i, (rank, tied) in enumerate(ranks([m["pass@1"] for m in models])):  # equal pass@1: one shared rank
+        models[i].update(rank=rank, tied=tied)
     pairs = []
     for x in range(len(order)):
         for y in range(x + 1, len(order)):
@@ -231,10 +243,11 @@ def compare(folders: list[Path], resamples: int = DEFAULT_RESAMPLES, seed: int =
                           "p_value": permutation_p(passes[i], passes[j], resamples, rng)})
     repos = sorted({runs[0].groups[s][1] for s in ids})
     per_run = {r.label: len(r.per_sample) for r in runs}
-    return {"dataset": {"name": runs[0].dataset, "fingerprint": runs[0].fingerprint},
+    return {"dataset": {"name": dataset_display_name(runs[0].metrics), "fingerprint": runs[0].fingerprint},
             "samples": {"compared": len(ids), "per_run": per_run}, "note": subset_note(per_run, len(ids)),
             "method": {"score": "pass@1 per sample (passed completions / completions), mean over samples",
-                       "interval": "paired bootstrap over samples, percentile 95%", "resamples": resamples,
+                       "interval": "paired bootstrap over samples, percentile 95% (pass@1 and ES)",
+                       "resamples": resamples, "ties": "equal pass@1 share a rank (shown as =N)",
                        "p_value": "paired permutation (sign flip), two-sided, (1 + hits) / (1 + resamples)",
                        "seed": seed, "scale": "fractions 0..1"},
             "models": [models[i] for i in order], "pairs": pairs,
@@ -242,14 +255,14 @@ def compare(folders: list[Path], resamples: int = DEFAULT_RESAMPLES, seed: int =
 
 
 def write_comparison(folders: list[Path], out: Path, resamples: int = DEFAULT_RESAMPLES,
-                     seed: int = DEFAULT_SEED) -> dict:
+                     seed: int = DEFAULT_SEED, names: list[str] | None = None) -> dict:
     """Compare, then write comparison.json, leaderboard.md and leaderboard.html into `out`."""
     from .compare_html import render_page
     from .compare_md import markdown
 
     if out.exists() and not out.is_dir():
         raise UsageError(f"--out {out}: a file, not a folder; --out must be a folder (it is made if missing)")
-    result = compare(folders, resamples, seed)
+    result = compare(folders, resamples, seed, names)
     try:
         out.mkdir(parents=True, exist_ok=True)
     except (FileExistsError, NotADirectoryError) as exc:

@@ -93,10 +93,14 @@ def _table(caption: str, head: list[str], rows: list[list[str]], names: int = 1)
 def render_page(result: dict) -> str:
     models, labels = result["models"], [m["label"] for m in result["models"]]
     ds, method, samples = result["dataset"], result["method"], result["samples"]
-    board = _table("Leaderboard (pass@1 and ES in percent)",
-                   ["rank", "model", "pass@1 %", "95% CI", "ES %", "backend", "samples in run"],
-                   [[m["rank"], m["label"], _pct(m["pass@1"]), f"{_pct(m['pass@1_ci95'][0])} - "
-                     f"{_pct(m['pass@1_ci95'][1])}", _pct(m["es"]), m.get("backend") or "-", m["samples_in_run"]]
+    from .compare_meta import META_COLUMNS, meta_cells, rank_text
+
+    board = _table("Leaderboard (pass@1 and ES in percent; =N: a shared rank)",
+                   ["rank", "model", "pass@1 %", "95% CI", "ES %", "ES 95% CI", "backend",
+                    *(t for _, t in META_COLUMNS), "samples in run"],
+                   [[rank_text(m), m["label"], _pct(m["pass@1"]), f"{_pct(m['pass@1_ci95'][0])} - "
+                     f"{_pct(m['pass@1_ci95'][1])}", _pct(m["es"]), f"{_pct(m['es_ci95'][0])} - "
+                     f"{_pct(m['es_ci95'][1])}", m.get("backend") or "-", *meta_cells(m), m["samples_in_run"]]
                     for m in models], names=2)
     pairs = _table("Pairs of models (difference of pass@1 in percentage points)",
                    ["model A", "model B", "A - B", "95% CI", "p-value"],

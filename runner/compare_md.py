@@ -4,6 +4,7 @@ a `|` cannot end a cell early and `<`...`>` is shown, never taken as HTML."""
 from __future__ import annotations
 
 from .compare_html import p_text
+from .compare_meta import META_COLUMNS, meta_cells, rank_text
 
 # Backslash-escaped (CommonMark allows it for any ASCII punctuation): the cell separator and what would
 # start emphasis, code or a link.  `&`, `<`, `>` become entities (no raw HTML, no entity reference).
@@ -37,9 +38,12 @@ def markdown(result: dict) -> str:
              f"{method['p_value']}.", ""]
     if result.get("note"):
         lines += [f"**Note:** {md_text(result['note'])}", ""]
-    lines += ["| rank | model | pass@1 % | 95% CI | ES % | backend | samples in run |", "|---|---|---|---|---|---|---|"]
-    lines += [_row([m["rank"], label, _pct(m["pass@1"]), f"{_pct(m['pass@1_ci95'][0])} - {_pct(m['pass@1_ci95'][1])}",
-                    _pct(m["es"]), md_text(m.get("backend") or "-"), m["samples_in_run"]])
+    head = ["rank", "model", "pass@1 %", "95% CI", "ES %", "ES 95% CI", "backend", *(t for _, t in META_COLUMNS),
+            "samples in run"]
+    lines += [_row(head), "|" + "---|" * len(head)]
+    lines += [_row([rank_text(m), label, _pct(m["pass@1"]), f"{_pct(m['pass@1_ci95'][0])} - {_pct(m['pass@1_ci95'][1])}",
+                    _pct(m["es"]), f"{_pct(m['es_ci95'][0])} - {_pct(m['es_ci95'][1])}", md_text(m.get("backend") or "-"),
+                    *(md_text(c) for c in meta_cells(m)), m["samples_in_run"]])
               for m, label in zip(models, labels)]
     lines += ["", "## Pairs", "", "| model A | model B | A - B (points) | 95% CI | p-value |", "|---|---|---|---|---|"]
     lines += [_row([md_text(p["a"]), md_text(p["b"]), _pct(p["difference"]),

@@ -78,10 +78,12 @@ def generate(samples: Sequence[Sample], backend: Backend, out: Path, config: Gen
             batch = [with_context(s) for s in batch] if with_context else batch
             rendered = [render(s) if render and backend.needs_prompt else (None, {}) for s in batch]
             gens = backend.generate([Request(s, prompt, config.n) for s, (prompt, _) in zip(batch, rendered)])
-            for s, (_, info), g in zip(batch, rendered, gens):
+            for s, (prompt, info), g in zip(batch, rendered, gens):
                 line = {"sample_id": s.sample_id, "completion": [clean(r, stops) for r in g.raw], "raw": list(g.raw),
                         "backend": backend.name, "model": backend.model, "template": config.template,
                         "sampling": config.sampling, "n": config.n, **info, **g.meta}
+                if prompt is not None:  # the exact prompt sent (its text, or the chat messages)
+                    line["prompt"] = prompt
                 fh.write(json.dumps(line, ensure_ascii=False) + "\n")
                 fh.flush()
                 bar.update(1)

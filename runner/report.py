@@ -81,7 +81,7 @@ def chart(metrics: dict, path: Path, title: str) -> Path | None:
     return path
 
 
-SCORE_FILES = ("metrics.json", "latex.txt", "chart.png")
+SCORE_FILES = ("metrics.json", "results.json", "latex.txt", "chart.png")
 
 
 def _write_rows(out: Path, result: dict) -> None:
@@ -114,15 +114,22 @@ def write_error_results(out: Path, result: dict) -> str:
     return "\n".join(lines)
 
 
-def write_results(out: Path, result: dict, title: str, run: dict | None = None) -> dict:
-    """Write results.jsonl, metrics.json, latex.txt, chart.png; returns the metrics (no details).  `run`:
-    what was run (dataset with its fingerprint, backend, model, template, sampling, n, k, version), kept in
-    metrics.json under "run"."""
+def write_results(out: Path, result: dict, title: str, run: dict | None = None, record: dict | None = None) -> dict:
+    """Write results.jsonl, metrics.json, results.json (lm-eval's layout, with stderrs), latex.txt, chart.png;
+    returns the metrics (no details).  `run`: what was run (dataset with its fingerprint, backend, model,
+    template, sampling, n, k, version), kept in metrics.json under "run"; `record`: the run record (data
+    about the machine: runner/run_record.py; made here when not given), under "run_record"."""
+    from .lm_eval_results import write_lm_eval_results
+    from .run_record import run_record
+
     metrics = {k: v for k, v in result.items() if k != "details"}
     if run is not None:
         metrics["run"] = run
+    metrics["run_record"] = record if record is not None else run_record(
+        budgets=metrics.get("budgets"), timeout_s=(run or {}).get("timeout_s"))
     _write_rows(out, result)
     (out / "metrics.json").write_text(json.dumps(metrics, indent=1), encoding="utf-8")
+    write_lm_eval_results(out, metrics, result.get("details", []))
     (out / "latex.txt").write_text(metrics.get("latex", "") + "\n", encoding="utf-8")
     chart(metrics, out / "chart.png", title)
     return metrics

@@ -38,6 +38,7 @@ from .dataset_source import dataset_record, stratified_subset
 from .errors import BuildFailed, ModelNotFound
 from .generate import GenerateConfig, generate, read_generations
 from .report import table, write_error_results, write_results
+from .run_record import run_record
 
 # engine settings of the model backends, recorded in metrics.json when given
 ENGINE_OPTIONS = ("max_model_len", "gpu_memory_utilization", "dtype", "tensor_parallel_size", "trust_remote_code")
@@ -237,8 +238,10 @@ def run(config: RunConfig) -> dict:
               "engine": {k: options[k] for k in ENGINE_OPTIONS if options.get(k) is not None},
               "test_selection": evaluation.test_selection, "timeout_s": evaluation.timeout,
               "executor": runtime.executor}
-    metrics = write_results(config.out, result, f"{name} on {len(samples)} ExecRepoBench samples", run=record)
+    machine = run_record(backend, sampling, result.get("budgets"), evaluation.timeout, options.get("engine_seed"))
+    metrics = write_results(config.out, result, f"{name} on {len(samples)} ExecRepoBench samples", run=record,
+                            record=machine)
     print(table(metrics, evaluation.k))
     print(f"LaTeX: {metrics['latex']}")
-    print(f"wrote {config.out}/ generations.jsonl results.jsonl metrics.json latex.txt chart.png")
+    print(f"wrote {config.out}/ generations.jsonl results.jsonl metrics.json results.json latex.txt chart.png")
     return metrics

