@@ -25,9 +25,7 @@ from typing import Iterator
 import ray
 from ray.exceptions import RayError
 
-from execrepobench_metric.execution.executors.base import ExecutorConfig
-from execrepobench_metric.execution.executors.ray import RayExecutor, node_name
-from execrepobench_metric.execution.sandbox import Isolation, strong_available
+from execrepobench_metric.execution.surface import ExecutorConfig, Isolation, RayExecutor, node_name, strong_available
 
 from .repo_build import RepoBuild, RepoJob, run_job
 

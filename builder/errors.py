@@ -12,6 +12,10 @@
      +-- IndexQueryError (RuntimeError)  the package index could not tell a project's releases
           +-- UnknownProject           no project of that name (HTTP 404)
           +-- IndexUnavailable         the index did not answer, or not in the JSON simple API
+    EnvError (RuntimeError)            `execrepobench_metric.errors`' (an environment cannot be made)
+     +-- RequirementsUnresolvable      not even the entry's package and test extras can be locked
+    HarnessFailure                     the harness's failure: exits 3
+     +-- UnknownNodeType (ValueError)  a tree-sitter node type the fill-level table does not place
 
 The roots are `execrepobench_dataset.errors`' (`RecordError` too); each class keeps the built-in base in
 brackets.  Inside a build, a repository's `NoTestsFound`, `BaselineError`, `SourceError` or `EnvError`
@@ -21,7 +25,8 @@ signal that a live candidate is left out (its reason recorded).
 """
 from __future__ import annotations
 
-from execrepobench_dataset.errors import ExecRepoBenchError, RecordError
+from execrepobench_dataset.errors import ExecRepoBenchError, HarnessFailure, RecordError
+from execrepobench_metric.errors import EnvError
 
 
 class ManifestError(ExecRepoBenchError, ValueError):
@@ -72,3 +77,11 @@ class UnknownProject(IndexQueryError):
 
 class IndexUnavailable(IndexQueryError):
     """The index did not answer, or not in the JSON simple API with upload times."""
+
+
+class RequirementsUnresolvable(EnvError):
+    """Not even the entry's own package and test extras can be locked; every try is named."""
+
+
+class UnknownNodeType(HarnessFailure, ValueError):
+    """A node type the fill-level table does not place (a grammar newer than the table)."""

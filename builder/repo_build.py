@@ -19,7 +19,7 @@ from execrepobench_dataset.measurements import MEASUREMENTS_FILE, Measurements, 
 from execrepobench_dataset.record import Sample, read_jsonl, write_jsonl
 from execrepobench_dataset.repo_record import RepoRecord, read_repo_records, write_repo_records
 from execrepobench_metric.environments.measured import keep as keep_measurements
-from execrepobench_metric.execution.executors.base import Executor
+from execrepobench_metric.execution.surface import Executor
 
 from .pipeline import Candidates, Scan, run_repository
 from .preparation.prepare import Prepared

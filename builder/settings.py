@@ -14,8 +14,7 @@ from dataclasses import dataclass, field, fields
 from typing import Mapping
 
 from execrepobench_metric.defaults import BASELINE_TIMEOUT_S, VERIFY_TIMEOUT_S
-from execrepobench_metric.execution.sandbox import Isolation
-from execrepobench_metric.execution.verdict import JudgeConfig
+from execrepobench_metric.execution.surface import Isolation, JudgeConfig
 
 from .sources.manifest import RepoSpec
 

@@ -41,7 +41,7 @@ VERIFY_SCHEME = 8
 PUBLISHED (every repository's build inputs hash, the release lock's scheme): a change rebuilds every
 repository."""
 
-GUARD_RECORDING = 4
+GUARD_RECORDING = 5
 """What verification records for the in-process guard (`Sample.guard_allowed`).  PUBLISHED (build inputs
 hash, the release lock's scheme): a change rebuilds every repository."""
 

@@ -12,6 +12,8 @@
      +-- EnvError (RuntimeError)       an environment cannot be made
      +-- JunitError (ValueError)       a junit report missing, empty or not pytest's (a verdict's reason
                                        inside the engine; it reaches a person only from a direct call)
+     +-- ViewError (RuntimeError)      a judged run would need a path outside its allow-listed view (an
+                                       `error` verdict inside the engine)
     HarnessFailure                     the harness's failure, results written: exits 3
      +-- HarnessError (RuntimeError)   some judgements failed for the harness's reasons; `.result`
 
@@ -100,3 +102,7 @@ class EnvError(ExecRepoBenchError, RuntimeError):
 
 class JunitError(ExecRepoBenchError, ValueError):
     """The report is missing, empty or not pytest junit XML."""
+
+
+class ViewError(ExecRepoBenchError, RuntimeError):
+    """A judged run would need a path outside its allow-listed view: a harness error (the message names it)."""

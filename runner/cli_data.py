@@ -134,7 +134,7 @@ def run_release(args: argparse.Namespace) -> int:
     from execrepobench.builder.release.release import ReleaseConfig, release
     from execrepobench_dataset.publish import push_to_hub
     from execrepobench_dataset.stats import tokenizer_counter
-    from execrepobench_metric.execution.executors.base import ExecutorConfig
+    from execrepobench_metric.execution.surface import ExecutorConfig
 
     manifest = load_manifest(args.manifest or default_manifest_path())
     instruct = load_manifest(args.instruct_manifest or instruct_manifest_path())

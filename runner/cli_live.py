@@ -44,7 +44,7 @@ def run_live(args: argparse.Namespace) -> int:
     from execrepobench.builder.live.snapshot import LiveConfig, snapshot
     from execrepobench.builder.live.window import Window
     from execrepobench_dataset.errors import UsageError
-    from execrepobench_metric.execution.executors.base import ExecutorConfig
+    from execrepobench_metric.execution.surface import ExecutorConfig
 
     window = Window.of(args.after, args.before)
     if args.limit is not None and args.limit < 1:

@@ -3,6 +3,9 @@
     ExecRepoBenchError                 the user can act on it: `execrepobench` prints it, exits 2
      +-- UsageError (ValueError)       a bad flag or setting (`execrepobench_dataset.errors`)
      |    +-- GenerationsMismatch      --out holds completions made with other settings
+     |    +-- PushResultsError         a run folder or repository id that cannot be pushed
+     +-- InputError (ValueError)       `execrepobench_metric.errors`' (bad predictions)
+     |    +-- DuplicatePredictionError  two lines of a predictions file name one sample_id
      +-- CompareError (ValueError)     run folders that cannot be compared
      +-- BackendUnavailable (ImportError)  a model backend's package is not installed here
      +-- ModelNotFound (FileNotFoundError)  --model names no model folder, cached or Hub model, or one
@@ -17,6 +20,7 @@ the command prints the traceback and where to report it, and exits 3 (`cli.main`
 from __future__ import annotations
 
 from execrepobench_dataset.errors import ExecRepoBenchError, HarnessFailure, UsageError
+from execrepobench_metric.errors import InputError
 
 
 class CompareError(ExecRepoBenchError, ValueError):
@@ -45,3 +49,11 @@ class GenerationsMismatch(UsageError):
 
 class ModelNotFound(ExecRepoBenchError, FileNotFoundError):
     """`--model` names no local model folder, cached or Hub model, or one that lacks what is needed."""
+
+
+class DuplicatePredictionError(InputError):
+    """Two or more lines of a predictions file name one `sample_id`; the message names them with their lines."""
+
+
+class PushResultsError(UsageError):
+    """The run folder or the repository id cannot be pushed; the message says which and why."""

@@ -8,11 +8,9 @@ from pathlib import Path
 
 from execrepobench_metric.inputs import InputError
 
+from .errors import DuplicatePredictionError
+
 DUPLICATE_CHOICES = ("refuse", "first", "last")
-
-
-class DuplicatePredictionError(InputError):
-    """Two or more lines of a predictions file name one `sample_id`; the message names them with their lines."""
 
 
 def read_predictions(path: Path, duplicates: str = "refuse") -> dict[str, object]:

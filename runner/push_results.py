@@ -21,15 +21,11 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from execrepobench_dataset.errors import UsageError
+from .errors import PushResultsError
 
 FILES = ("metrics.json", "results.json", "results.jsonl", "generations.jsonl", "latex.txt")
 REQUIRED = ("metrics.json", "results.jsonl")
 REPO_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*$")
-
-
-class PushResultsError(UsageError):
-    """The run folder or the repository id cannot be pushed; the message says which and why."""
 
 
 def read_metrics(run_dir: Path) -> dict:

@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 from execrepobench_dataset.record import FILL_TYPES
-from execrepobench_metric.execution.impossible import impossible_line
+from execrepobench_metric.execution.surface import impossible_line
 
 SHORT = {f: f.replace("Random ", "").replace(" Completion", "").replace("grammar-based: ", "") for f in FILL_TYPES}
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from ..live.requirements import declared_test_requirements, extra_requirements
 from ..live.undeclared import guessed_requirements, imported_test_modules
+from ..errors import RequirementsUnresolvable
 from .lock import EnvError, resolve_lock
 from .testlayout import TEST_DIRS, _walk, defines_tests, modules_with_tests
 
@@ -31,10 +32,6 @@ class InferredRequirements:
         return {"source": "inferred", "added": list(self.requires), "declared": list(self.declared),
                 "guessed_from_imports": list(self.guessed), "used": self.used,
                 **({"lock_errors": list(self.lock_errors)} if self.lock_errors else {})}
-
-
-class RequirementsUnresolvable(EnvError):
-    """Not even the entry's own package and test extras can be locked; every try is named."""
 
 
 def test_files(root: Path, test_paths: tuple[str, ...]) -> list[str]:

@@ -14,6 +14,8 @@ from types import MappingProxyType
 
 from tree_sitter import Node
 
+from ..errors import UnknownNodeType
+
 # Compound statements, their clauses and bodies: a block of code.
 BLOCK_TYPES = frozenset("""
     module block if_statement elif_clause else_clause for_statement while_statement try_statement
@@ -49,10 +51,6 @@ NODE_LEVEL = MappingProxyType({
     **dict.fromkeys(EXPRESSION_TYPES, "expression"), **dict.fromkeys(STATEMENT_TYPES, "statement"),
     **dict.fromkeys(BLOCK_TYPES, "block")})
 """Named tree-sitter node type -> the paper's level ("block" / "statement" / "expression")."""
-
-
-class UnknownNodeType(ValueError):
-    """A node type the table does not place (a grammar newer than the table)."""
 
 
 def level_of_type(node_type: str) -> str:

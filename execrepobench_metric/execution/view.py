@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from execrepobench_dataset.errors import ExecRepoBenchError
+from ..errors import ViewError
 
 SYSTEM_TOP = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 ETC = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "ssl", "ca-certificates", "ca-certificates.conf", "pki",
@@ -45,10 +45,6 @@ _SITE_GLOBS = ("lib/python3*/site-packages", "lib/python3*/dist-packages", "lib/
 # Tests only: the former view (`/` read-only, nothing hidden), to show that each answer-finding attack
 # of tests/test_attacks_view.py is real.  Never set by the package.
 HOST_VIEW_FOR_TESTS = False
-
-
-class ViewError(ExecRepoBenchError, RuntimeError):
-    """A judged run would need a path outside its allow-listed view: a harness error (the message names it)."""
 
 
 @dataclass(frozen=True)
