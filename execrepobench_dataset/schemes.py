@@ -59,6 +59,11 @@ FILL_LEVEL_SCHEME = "node-table-1"
 `builder/sampling/levels.py`.  PUBLISHED (a sample's id hashes its fill type; build inputs hash, the release
 lock's scheme): a change relabels samples, so it rebuilds every repository."""
 
+LM_EVAL_TASK_VERSION = 1.0
+"""The lm-evaluation-harness task's version (`runner/lm_eval_task/execrepobench.yaml`'s `metadata.version`,
+and `versions` in the `results.json` a run writes, `runner/lm_eval_results.py`).  PUBLISHED (results): a change
+of the task's prompt, filters or metrics makes a new version; not a build input."""
+
 BUILD_SCHEMES = MappingProxyType({"guard": GUARD_RECORDING, "verify": VERIFY_SCHEME, "mix": MIX_NAME,
                                   "context": CONTEXT_SCHEME, "lock": LOCK_SCHEMA, "env_key": ENV_KEY_SCHEMA,
                                   "fill_levels": FILL_LEVEL_SCHEME})

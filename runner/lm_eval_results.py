@@ -23,10 +23,10 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from execrepobench_dataset.record import FILL_TYPES
+from execrepobench_dataset.schemes import LM_EVAL_TASK_VERSION
 from execrepobench_metric.scoring import pass_at_k
 
 TASK = "execrepobench"
-TASK_VERSION = 1.0
 FILTER = "none"
 STDERR_METHOD = ("analytic: sample standard deviation (ddof=1) of the per-sample scores / sqrt(n samples), "
                  "lm-eval's mean_stderr")
@@ -95,9 +95,9 @@ def results_document(metrics: Mapping[str, Any], details: list[Mapping[str, Any]
             "output_type": "generate_until", "repeats": run.get("n", 1), "num_fewshot": 0,
             "generation_kwargs": sampling, "template": run.get("template"),
             "metric_list": [{"metric": m, "aggregation": "mean", "higher_is_better": True} for m in names],
-            "metadata": {"version": TASK_VERSION, "execrepobench_version": run.get("package_version")},
+            "metadata": {"version": LM_EVAL_TASK_VERSION, "execrepobench_version": run.get("package_version")},
         }},
-        "versions": {TASK: TASK_VERSION},
+        "versions": {TASK: LM_EVAL_TASK_VERSION},
         "n-shot": {TASK: 0},
         "higher_is_better": {TASK: {m: True for m in names}},
         "n-samples": {TASK: {"original": n, "effective": n}},

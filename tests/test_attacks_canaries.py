@@ -27,7 +27,8 @@ from execrepobench_metric.execution.verdict import JudgeConfig
 
 pytestmark = [pytest.mark.sandbox]
 CLAMP_TESTS = ("tests/test_mathx.py::test_clamp_inside", "tests/test_mathx.py::test_clamp_edges")
-CONFIG = JudgeConfig(timeout_s=60, canaries=True, known_verdicts=False, guard="off")
+# the canaries alone: the guard off and the lenient rule (strict.py refuses some of these on its own)
+CONFIG = JudgeConfig(timeout_s=60, canaries=True, known_verdicts=False, guard="off", strict=False)
 
 # A plugin the completion registers when its module is imported (during collection): it finds pytest's
 # plugin manager among live objects.  `_is_canary(item)` is each attack's discriminator.

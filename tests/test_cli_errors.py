@@ -28,15 +28,26 @@ def _bad_input(tmp_path):
         "fingerprint": ([missing], "missing: no such folder or file"),
         "compare": ([str(tmp_path / "a"), str(tmp_path / "b"), "--out", out], "a: no such folder"),
         "live": (["--after", "2999-01-01", "--out", out], "--after 2999-01-01 is in the future"),
+        "push-results": ([missing, "--repo", "me/results"], "not a finished `execrepobench run`"),
     }
+
+
+NO_INPUT = {"lm-eval-path"}  # subcommands that read no input: nothing of the user's to refuse
+
+
+def test_a_subcommand_without_input_only_prints(capsys):
+    assert main(["lm-eval-path"]) == 0
+    from pathlib import Path
+    folder = Path(capsys.readouterr().out.strip())
+    assert (folder / "execrepobench.yaml").is_file() or any(folder.glob("*.yaml")), folder
 
 
 def test_every_subcommand_has_a_bad_input_case(tmp_path):
     """A new subcommand must say here how it refuses bad input."""
-    assert set(_bad_input(tmp_path)) == set(COMMANDS)
+    assert set(_bad_input(tmp_path)) | NO_INPUT == set(COMMANDS)
 
 
-@pytest.mark.parametrize("command", sorted(COMMANDS))
+@pytest.mark.parametrize("command", sorted(set(COMMANDS) - NO_INPUT))
 def test_bad_input_exits_2_with_the_message(command, tmp_path, capsys, offline_hf):
     args, message = _bad_input(tmp_path)[command]
     assert main([command, *args]) == USER_ERROR_EXIT

@@ -33,7 +33,7 @@ from execrepobench_metric.execution.verdict import JudgeConfig
 
 needs_bwrap = pytest.mark.sandbox  # fails where bwrap is required (CI), skips elsewhere: tests/conftest.py
 CLAMP_TESTS = ("tests/test_mathx.py::test_clamp_inside", "tests/test_mathx.py::test_clamp_edges")
-WITH = JudgeConfig(timeout_s=60, canaries=True, known_verdicts=False)
+WITH = JudgeConfig(timeout_s=60, canaries=True, known_verdicts=False, strict=False)  # lenient: the layers here alone
 WITHOUT = dataclasses.replace(WITH, canaries=False)
 
 
@@ -237,7 +237,7 @@ def test_a_stream_forged_with_the_key_is_caught_by_the_canaries():
 
 def test_added_files_are_read_only_in_the_view(tmp_path):
     run = SandboxRun(("true",), tmp_path, tmp_path / "out", {}, 5, added=(ViewFile("tests/test_x.py", ""),))
-    args = _bwrap_args(run, tmp_path / "merged")
+    args = _bwrap_args(run, tmp_path / "merged", None, tmp_path / "empty")  # the added files: the same in any view
     i = args.index(str(tmp_path / "merged" / "tests/test_x.py"))
     assert args[i - 1] == "--ro-bind" and args[i + 1] == str(tmp_path / "tests/test_x.py")
 

@@ -61,7 +61,7 @@ def isodate_repo(tmp_path_factory):
         judged = tuple(i for i in ids if i.startswith(("tests/test_strf.py", "tests/test_duration.py")))
         assert judged, ids
         samples = []
-        for middle in auto_sites((built["root"] / ISODATE_FILE).read_text(encoding="utf-8"), 8):
+        for middle in auto_sites((built["root"] / ISODATE_FILE).read_text(encoding="utf-8"), 10):
             outcome = verify_one(make_sample(built, ISODATE_FILE, middle, judged, fill_of(middle),
                                              repo_name="isodate", node_type="statement"), ON)
             if outcome.kept:

@@ -81,29 +81,31 @@ def test_the_baseline_loop_repairs_then_names_what_it_tried(tmp_path, monkeypatc
     said = pytest_output(root, "tests")
     seen = []
 
-    def fake_run(name, env, root_, spec, modules, **kwargs):  # what run_baseline raises for these outputs
+    def fake_run(env, root_, spec, modules, task, **kwargs):  # what run_baseline raises for these outputs
         seen.append(spec.pytest_args)
         output = said if len(seen) == 1 else pytest_output(root, *spec.pytest_args, "tests")
-        raise BaselineError(f"{name}: no test passes at baseline", output)
+        raise BaselineError(f"{spec.name}: no test passes at baseline", output)
 
     monkeypatch.setattr(prep, "run_baseline", fake_run)
     spec = RepoSpec(name="demo", source="pypi:demo==1", test_paths=("tests",))
     with pytest.raises(BaselineError, match=r"repairs tried: addopts_option_removed .*--flakes") as info:
-        prep._healed_baseline("demo", None, root, spec, [])
+        prep._healed_baseline(None, root, spec, [], None, None)
     assert seen == [(), ("-o", "addopts=")] and "assert False" in info.value.output
 
 
 def test_a_build_without_progress_bars_says_each_stage(tmp_path, capsys):
-    from execrepobench.builder.pipeline import RepoSettings, run_repository
+    from execrepobench.builder.pipeline import run_repository
+    from execrepobench.builder.settings import BuildSettings, RepoTask
     from execrepobench_metric.execution.sandbox import Isolation
 
     class NoStep:
         phase = "masking"
 
     spec = RepoSpec(name="gone", source=f"path:{tmp_path / 'missing'}")
-    quiet = run_repository(spec, RepoSettings(list(Isolation)[0], tmp_path), NoStep())
+    task = RepoTask(spec, BuildSettings(progress=True), list(Isolation)[0])
+    quiet = run_repository(task, NoStep(), tmp_path)
     assert quiet.status == "error" and capsys.readouterr().err == ""
-    run = run_repository(spec, RepoSettings(list(Isolation)[0], tmp_path, stage_lines=True), NoStep())
+    run = run_repository(RepoTask(spec, BuildSettings(progress=False), list(Isolation)[0]), NoStep(), tmp_path)
     err = capsys.readouterr().err.splitlines()
     assert run.status == "error" and err[0].endswith("gone: source") and "gone: error: 0 samples (source:" in err[-1]
 
@@ -150,8 +152,11 @@ def test_a_hanging_test_is_found_in_the_first_run_and_deselected_in_the_others(t
     repo = project(tmp_path / "hangdemo", HANGS)
     manifest = parse_manifest(f'[[repo]]\nsource = "path:{repo}"\nextra_test_requires = []\n', tmp_path)
     spec = manifest.repos[0]
-    prepared = prep.prepare(spec, fetch(spec), manifest.python, runs=2, timeout_s=300,
-                            isolation=decide_isolation(False)[0])
+    from execrepobench.builder.settings import BuildSettings, RepoTask
+
+    task = RepoTask(spec, BuildSettings(baseline_runs=2, baseline_timeout_s=300), decide_isolation(False)[0],
+                    manifest.python)
+    prepared = prep.prepare(task, fetch(spec))
     hung = "tests/test_demo.py::test_waits_for_a_server"
     assert prepared.baseline.hung == (hung,) and hung in prepared.baseline.excluded
     assert prepared.baseline.passing == ("tests/test_demo.py::test_double",)

@@ -117,3 +117,9 @@ def test_deriving_a_key_imports_nothing():
             " 'execrepobench.builder.release', 'execrepobench.builder.release.release') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=CHECKOUT)
     assert out.stdout.strip() == "[]", out.stdout + out.stderr
+
+
+def test_the_lm_eval_task_states_the_task_version():
+    text = (CHECKOUT / "runner" / "lm_eval_task" / "execrepobench.yaml").read_text(encoding="utf-8")
+    found = re.search(r"^metadata:\n  version: ([0-9.]+)$", text, re.MULTILINE)  # (!function tags: no safe_load)
+    assert found and float(found.group(1)) == schemes.LM_EVAL_TASK_VERSION
