@@ -20,10 +20,9 @@ ground truth") plus the strict reasons read here (`strict_reasons`):
 from __future__ import annotations
 
 import ast
-import warnings
 from functools import lru_cache
 
-from .suspicious import static_reasons
+from .suspicious import parse_or_none, static_reasons
 
 # Capabilities that refuse a pass (the static reasons of suspicious.py that are not listed stay a flag:
 # `private:*`, `namespace:*`, `computed-getattr` with a plain variable, `import:inspect` / `threading` /
@@ -52,15 +51,6 @@ def refuses(reason: str) -> bool:
     return reason in REFUSED_KINDS or reason in STRICT_KINDS
 
 
-def _parse(code: str) -> ast.AST | None:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        try:
-            return ast.parse(code)
-        except (SyntaxError, ValueError):
-            return None
-
-
 def _assembled(node: ast.AST) -> bool:
     """A name built from string pieces: an expression that is not a plain constant, holds a string
     constant (or chr()), and reads no variable but the functions it calls."""
@@ -80,7 +70,7 @@ def _assembled(node: ast.AST) -> bool:
 @lru_cache(maxsize=256)
 def strict_reasons(code: str) -> frozenset[str]:
     """This module's own reasons in one file's source (empty when it does not parse)."""
-    tree = _parse(code)
+    tree = parse_or_none(code)
     if tree is None:
         return frozenset()
     found = set()

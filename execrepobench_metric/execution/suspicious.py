@@ -32,7 +32,7 @@ DYNAMIC = frozenset({"getattr", "setattr", "delattr", "hasattr", "__import__", "
 EXEC = frozenset({"exec", "eval", "compile"})
 
 
-def _parse(code: str) -> ast.AST | None:
+def parse_or_none(code: str) -> ast.AST | None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
@@ -54,7 +54,7 @@ def _always_true(fn: ast.FunctionDef | ast.Lambda) -> bool:
 @lru_cache(maxsize=256)  # the original file of a sample is read once per evaluation, not per completion
 def static_reasons(code: str, own_package: str = "") -> frozenset[str]:
     """The reasons found in one file's source (empty when it does not parse)."""
-    tree = _parse(code)
+    tree = parse_or_none(code)
     if tree is None:
         return frozenset()
     found, modules = set(), {}

@@ -165,19 +165,8 @@ class TransformersBackend(Backend):
         input_ids = torch.tensor([ids], device=self.device)
         with torch.no_grad():
             out = self.lm.generate(input_ids=input_ids, attention_mask=torch.ones_like(input_ids), **kwargs)
-        texts, reasons, counts = [], [], []
-        for row in out[:, len(ids):].tolist():
-            end = next((i for i, t in enumerate(row) if t in self.eos_ids), None)
-            while end is None and row and row[-1] == self.pad_id and len(row) < s.max_new_tokens:
-                row = row[:-1]  # padding after a row that stopped before the others
-            toks = row if end is None else row[:end]
-            text, stopped = cut_at_stop(self.tokenizer.decode(toks, skip_special_tokens=False,
-                                                              clean_up_tokenization_spaces=False), s.stop)
-            if not stopped:  # bytes of an unfinished UTF-8 character at the end: dropped, as vLLM's detokenizer does
-                text = text.rstrip("\ufffd")
-            texts.append(text)
-            reasons.append("stop" if stopped or end is not None else "length")
-            counts.append(len(toks) + (1 if end is not None else 0))
+        decoded = [self._decode(row) for row in out[:, len(ids):].tolist()]
+        texts, reasons, counts = [d[0] for d in decoded], [d[1] for d in decoded], [d[2] for d in decoded]
         if s.greedy:  # deterministic: one draw stands for all n
             texts, reasons, counts = texts * request.n, reasons * request.n, counts * request.n
         return texts, reasons, counts
