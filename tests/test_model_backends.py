@@ -170,16 +170,19 @@ def test_sampling_is_seeded_per_sample(vllm_backend, hf_backend, requests_):
 
 def test_stop_strings_end_generation(vllm_backend, hf_backend, requests_):
     """A stop string is cut out of `raw` and ends generation (same place in both engines)."""
-    text = vllm_backend.generate(requests_[:1])[0].raw[0]
-    at = next((i for i in range(len(text) // 3, len(text) - 1) if text[i:i + 2].isascii() and text[i:i + 2].isalpha()),
-              None)
-    assert at is not None, f"no ASCII stop string to pick in {text!r}"
+    # the tiny model is trained on the project's sources, so what it says changes with them: the first request
+    # whose greedy text has two ASCII letters past its first third gives the stop string
+    texts = [g.raw[0] for g in vllm_backend.generate(requests_)]
+    picks = [(r, text, i) for r, text in zip(requests_, texts) for i in range(len(text) // 3, len(text) - 1)
+             if text[i:i + 2].isascii() and text[i:i + 2].isalpha()]
+    assert picks, f"no ASCII stop string to pick in {texts!r}"
+    request, text, at = picks[0]
     stop = text[at:at + 2]
     for backend in (vllm_backend, hf_backend):
         saved = backend.sampling
         try:
             backend.sampling = replace(saved, stop=(stop,))
-            g = backend.generate(requests_[:1])[0]
+            g = backend.generate([request])[0]
             assert stop not in g.raw[0] and text.startswith(g.raw[0]) and len(g.raw[0]) <= at
             assert g.meta["finish_reason"][0] == "stop"
         finally:
