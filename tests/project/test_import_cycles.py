@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 # folder -> the package it installs as (setup.cfg package_dir)
 PACKAGES = {"builder": "execrepobench.builder", "runner": "execrepobench.runner",
             "execrepobench_dataset": "execrepobench_dataset", "execrepobench_metric": "execrepobench_metric"}

@@ -13,7 +13,7 @@ from conftest import make_sample
 from execrepobench_metric import hub_module
 from execrepobench_metric.hub_module import MetricPublishError, push_metric, write_metric_folder
 
-METRIC_DIR = Path(__file__).parents[1] / "execrepobench_metric"
+METRIC_DIR = Path(__file__).parents[2] / "execrepobench_metric"
 needs_bwrap = pytest.mark.sandbox
 
 

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 
-ROOT = Path(__file__).parents[1]
-FIXTURES = Path(__file__).parent / "fixtures"
+ROOT = Path(__file__).parents[2]
+FIXTURES = Path(__file__).parents[1] / "fixtures"
 # checkout folder -> where its files land in the wheel
 PACKAGE_DIRS = {"builder": "execrepobench/builder", "runner": "execrepobench/runner",
                 "execrepobench_metric": "execrepobench_metric", "execrepobench_dataset": "execrepobench_dataset"}

@@ -18,7 +18,7 @@ from execrepobench_metric.inputs import InputError
 from execrepobench_metric.options import (EvaluationOptions, RuntimeOptions, UnknownOption, from_args, from_kwargs,
                                           option_fields)
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 OPTIONS = [f.name for f in option_fields()]
 
 

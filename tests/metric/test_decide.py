@@ -25,7 +25,7 @@ from execrepobench_metric.execution.pytest_run import PytestRun
 from execrepobench_metric.execution.run_plan import RunPlan
 from execrepobench_metric.execution.sandbox import ViewFile
 from execrepobench_metric.execution.verdict import JudgeConfig
-from test_dataset import of
+from sample_build import of
 
 A, B = "tests/test_core.py::test_add", "tests/test_core.py::test_add_neg"
 EXCLUDED = "tests/test_x.py::test_flaky"

@@ -18,7 +18,7 @@ from execrepobench_dataset.instruct_record import SYSTEM_PROMPT, instruct_featur
 from execrepobench_dataset.record import (FILL_EXPRESSION, FILL_TYPES, ContextFile, make_sample_id,
                                           write_jsonl)
 
-FIXTURE = Path(__file__).parent / "fixtures" / "minirepo"
+FIXTURE = Path(__file__).parents[1] / "fixtures" / "minirepo"
 MANIFESTS = Path(instruct.__file__).parents[1] / "manifests"
 _FIXED = len(CONTEXT_HEADER) + len(PREFIX_SUFFIX.format(prefix="", suffix=""))
 

@@ -8,7 +8,7 @@ import pytest
 
 import conftest
 
-TESTS = Path(__file__).resolve().parent
+TESTS = Path(__file__).resolve().parents[1]
 SKIPS = {"skip", "skipif", "importorskip"}
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from execrepobench_dataset import schemes
 from execrepobench_dataset.schemes import BUILD_SCHEMES, RELEASE_SCHEMES, DerivedKey, digest_of
 
-CHECKOUT = Path(__file__).resolve().parents[1]
+CHECKOUT = Path(__file__).resolve().parents[2]
 SCHEMES_FILE = Path(schemes.__file__).resolve()
 NAMES = sorted(n for n in vars(schemes) if n.isupper() and not n.startswith("_"))
 # A module-level constant named like a scheme identifier (so a new one defined elsewhere is caught too).

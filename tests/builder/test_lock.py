@@ -30,7 +30,7 @@ def test_parse_compiled_joins_lines_and_drops_the_project():
 
 
 def test_freeze_must_match_the_lock():
-    from test_dataset import RECORDS
+    from sample_build import RECORDS
 
     record = RECORDS[0]  # alpha-dep==1.0, pytest==8.3.0
     check_freeze(record, ("alpha-dep==1.0", "-e file:///somewhere/alpha", "pytest==8.3.0"))

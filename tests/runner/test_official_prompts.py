@@ -18,7 +18,7 @@ from execrepobench.runner.templates import (DETECTION, EVAL_PY_BRANCHES, FALLBAC
                                             SampleParts, detect_template, eval_py_template, render,
                                             resolve_template)
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).parents[1] / "data"
 GOLDEN = json.loads((DATA / "official_prompts.json").read_text(encoding="utf-8"))
 DEFAULT_BUDGETS = {"max_context_tokens": 4096, "max_tokens": 8192, "max_generation_tokens": 512, "model_max": None}
 ROWS = GOLDEN["prompts"]

@@ -12,7 +12,7 @@ from execrepobench_metric import api
 from execrepobench_metric.execution.pytest_run import COMMAND_PREFIX
 from execrepobench_metric.inputs import InputError, canonical_reference, check_inputs
 
-METRIC_DIR = Path(__file__).parents[1] / "execrepobench_metric"
+METRIC_DIR = Path(__file__).parents[2] / "execrepobench_metric"
 PREFIX, MIDDLE, SUFFIX = "def f(x):\n    ", "return x + 1", "\n"
 
 

@@ -183,7 +183,8 @@ def bpe(tmp_path_factory):
 
     import json as json_mod
     corpus = [p.read_text(encoding="utf-8") for p in sorted(Path(json_mod.__file__).parent.glob("*.py"))]
-    corpus += [p.read_text(encoding="utf-8") for p in sorted(Path(__file__).parent.glob("test_*.py"))[:5]]
+    corpus += [p.read_text(encoding="utf-8") for p in sorted(Path(__file__).parents[1].glob("*/test_*.py"),
+                                                                  key=lambda p: p.name)[:5]]
     tok = tokenizers.Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()

@@ -20,7 +20,7 @@ from execrepobench_metric.execution.limits import Limits, PidsCgroup
 from execrepobench_metric.execution.process import run_command
 from execrepobench_metric.execution.sandbox import Isolation, decide_isolation
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 CLI = [sys.executable, "-m", "execrepobench.runner.cli"]
 
 

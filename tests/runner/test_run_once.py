@@ -45,7 +45,7 @@ def test_compute_with_reads_the_dataset_it_is_handed(monkeypatch):
 
     from execrepobench_metric.execution.pytest_run import COMMAND_PREFIX
     from execrepobench_metric.options import EvaluationOptions, RuntimeOptions
-    from test_dataset import SAMPLES
+    from sample_build import SAMPLES
 
     sample = dataclasses.replace(SAMPLES[0], test_command=COMMAND_PREFIX,
                                  judged_tests=SAMPLES[0].judged_tests or ("tests/t.py::t",))

@@ -10,7 +10,7 @@ from execrepobench.builder.official import (OFFICIAL_SETTINGS, OfficialFormatErr
                                            read_official)
 from execrepobench_dataset.record import FILL_TYPES, read_jsonl
 
-OFFICIAL = Path(__file__).parent / "fixtures" / "official"
+OFFICIAL = Path(__file__).parents[1] / "fixtures" / "official"
 QUIET = replace(OFFICIAL_SETTINGS, progress=False)
 
 

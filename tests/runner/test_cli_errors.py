@@ -125,7 +125,7 @@ def test_run_flag_values_are_checked_by_name(flags, said, tmp_path, capsys):
                                    ["--max-new-tokens", "64", "--seed", "3"]])
 def test_offline_backends_take_no_model_or_sampling_flag(flags, tmp_path, capsys):
     """An oracle run labelled as a model (its LaTeX row and leaderboard name) is refused, naming the flags."""
-    from test_dataset import judgeable_build
+    from sample_build import judgeable_build
 
     build = judgeable_build(tmp_path / "build")
     out = tmp_path / "out"

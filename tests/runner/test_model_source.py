@@ -14,7 +14,7 @@ import pytest
 from execrepobench.runner.backends.model_source import resolve_model
 from execrepobench.runner.cli import main
 from model_fixture import make_tokenizer
-from test_dataset import judgeable_build
+from sample_build import judgeable_build
 
 COMMIT = "5eed" + "0" * 36
 
@@ -191,7 +191,7 @@ def test_prompts_fit_the_engine_context_length(tmp_path, hf_cache):
     """--max-model-len below the model's own length: the prompt (with the generation budget) fits it."""
     from execrepobench.runner.run import RunConfig, _prompting
     from execrepobench_dataset.record import ContextFile
-    from test_dataset import SAMPLES
+    from sample_build import SAMPLES
 
     cached_model(hf_cache, "me/tiny-coder")  # max_position_embeddings 4096
     big = dataclasses.replace(SAMPLES[0], context_code=(ContextFile("alpha/big.py", "def f(x):\n    return x\n" * 2000),))

@@ -74,7 +74,7 @@ def test_an_unknown_backend_is_the_users_error():
 
 
 def test_unreadable_predictions_are_the_users_error(tmp_path, capsys):
-    from test_dataset import judgeable_build
+    from sample_build import judgeable_build
 
     build = judgeable_build(tmp_path / "build")
     for predictions, said in ((tmp_path / "missing.jsonl", "cannot read it"), (tmp_path / "bad.jsonl", "bad.jsonl:1")):

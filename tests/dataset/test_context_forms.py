@@ -198,6 +198,6 @@ def test_default_token_count_is_qwen2s_pre_tokenizer_split():
 
     split = pre_tokenizers.Split(Regex(QWEN2_SPLIT), behavior="isolated", invert=False)
     texts = [*FILES.values(), "def get_user(x):\n    return 12", "x = 'it''s'  # I'LL\r\n\tß_π = 3.14\n\n  \n",
-             *(p.read_text(encoding="utf-8") for p in sorted(Path(__file__).parents[1].glob("builder/*.py"))[:5])]
+             *(p.read_text(encoding="utf-8") for p in sorted(Path(__file__).parents[2].glob("builder/*.py"))[:5])]
     for text in texts:
         assert pretokens(text) == len(split.pre_tokenize_str(text)), text[:40]

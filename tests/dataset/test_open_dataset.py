@@ -9,7 +9,7 @@ from execrepobench.runner.cli import main
 from execrepobench_dataset.load import (DatasetNotFound, dataset_fingerprint, load_repositories, open_dataset)
 from execrepobench_dataset.record import RecordError
 from execrepobench_dataset.repo_record import RepoRecord, environment_key, read_repo_records
-from test_dataset import RECORDS, SAMPLES, write_build
+from sample_build import RECORDS, SAMPLES, write_build
 
 
 @pytest.fixture()

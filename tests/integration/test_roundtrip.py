@@ -17,7 +17,7 @@ import pytest
 
 from execrepobench_metric.environments.layout import CACHE_ENV_VAR
 
-CHECKOUT = Path(__file__).resolve().parents[1]
+CHECKOUT = Path(__file__).resolve().parents[2]
 pytestmark = [pytest.mark.pypi, pytest.mark.sandbox]
 MANIFEST = """[defaults]
 samples_per_repo = 3

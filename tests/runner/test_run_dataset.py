@@ -14,7 +14,7 @@ from execrepobench.runner.cli import main
 from execrepobench.runner.dataset_source import stratified_subset
 from execrepobench_dataset.load import DatasetNotFound, open_dataset
 from execrepobench_dataset.record import FILL_TYPES, write_jsonl
-from test_dataset import SAMPLES, judgeable_build, write_build
+from sample_build import SAMPLES, judgeable_build, write_build
 
 # (file, middle, judged test) of the fixture repository: every null fill fails these tests
 SPECS = [("minirepo/mathx.py", "return low", "test_mathx.py::test_clamp_edges"),

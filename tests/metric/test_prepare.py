@@ -125,7 +125,7 @@ def test_published_folder_names_no_machine_path(built, tmp_path):
     assert {p.name for p in files} >= {"README.md", "train-00000-of-00001.parquet"}
     for path in files:
         data = path.read_bytes()
-        for needle in (str(cache_a), str(Path(__file__).resolve().parents[1]), str(out), str(tmp_path),
+        for needle in (str(cache_a), str(Path(__file__).resolve().parents[2]), str(out), str(tmp_path),
                        "/tmp/pytest-of"):
             assert needle.encode() not in data, (path, needle)
     assert "not portable" in (tmp_path / "published" / "README.md").read_text()  # the card says so for path:

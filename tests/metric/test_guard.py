@@ -277,7 +277,7 @@ def test_weak_sandbox_is_guarded_too(clamp):
 
 
 def test_bootstrap_strips_only_our_plugin_option():
-    sys.path.insert(0, str(Path(__file__).parents[1] / "execrepobench_metric" / "execution" / "pytest_plugin"))
+    sys.path.insert(0, str(Path(__file__).parents[2] / "execrepobench_metric" / "execution" / "pytest_plugin"))
     try:
         import _execrepobench_guard as bootstrap
     finally:

@@ -13,7 +13,7 @@ from execrepobench_metric.execution.judge import judge
 from execrepobench_metric.execution.sandbox import Isolation, SandboxUnavailable, decide_isolation
 from execrepobench_metric.execution.verdict import JudgeConfig
 
-METRIC_DIR = Path(__file__).parents[1] / "execrepobench_metric"
+METRIC_DIR = Path(__file__).parents[2] / "execrepobench_metric"
 needs_bwrap = pytest.mark.sandbox
 CLAMP_TESTS = ("tests/test_mathx.py::test_clamp_inside", "tests/test_mathx.py::test_clamp_edges")
 

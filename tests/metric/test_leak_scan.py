@@ -48,7 +48,7 @@ from execrepobench_metric.execution.sandbox import run_sandboxed
 from execrepobench_metric.execution.verdict import JudgeConfig
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.slow]
-SCANNER = Path(__file__).with_name("leak_scanner.py")
+SCANNER = Path(__file__).parents[1] / "leak_scanner.py"
 MIN_MIDDLE = 16
 JUDGE = JudgeConfig(timeout_s=120, canaries=True, known_verdicts=False)  # as the metric judges
 SCAN_LIMITS = Limits(address_space_bytes=8 << 30, cpu_seconds=1800)
