@@ -1,7 +1,7 @@
 """`execrepobench live` around the build: candidates asked in order on a local index (recorded PyPI answers),
 `--limit`, per-candidate outcomes, the report, and bad input (dates, unknown projects, an index that does not
 answer).  The planning of a candidate with a release (sdist downloads, the build) is replaced here by a
-recorder; tests/test_live_real.py runs it for real."""
+recorder; tests/builder/test_live_real.py runs it for real."""
 import json
 from datetime import date
 

@@ -21,7 +21,7 @@ from execrepobench_metric.execution.verdict import JudgeConfig
 
 needs_bwrap = pytest.mark.sandbox
 CLAMP_TESTS = ("tests/test_mathx.py::test_clamp_inside", "tests/test_mathx.py::test_clamp_edges")
-# the guard alone: the lenient rule (strict.py, tests/test_attacks_strict.py, refuses some of these on its own)
+# the guard alone: the lenient rule (strict.py, tests/metric/test_attacks_strict.py, refuses some of these on its own)
 ON, OFF = JudgeConfig(timeout_s=60, strict=False), JudgeConfig(timeout_s=60, guard="off", strict=False)
 
 

@@ -1,5 +1,5 @@
 """A training cutoff keeps only samples released after it: `cutoff=` in compute, `--cutoff` on evaluate and run.
-The judging itself is covered by tests/test_live_real.py; here every path stops before anything runs."""
+The judging itself is covered by tests/builder/test_live_real.py; here every path stops before anything runs."""
 import json
 from dataclasses import replace
 

@@ -1,5 +1,5 @@
 """Data flows one way between the rooms: no module imports one of a room above its own (every import
-statement counts, read from the source as tests/test_import_cycles.py reads it).
+statement counts, read from the source as tests/project/test_import_cycles.py reads it).
 
     runner  >  builder  >  metric's face (api, prepare, evaluate module, ...)  >  execution/  >  environments/
     >  ground floor: execrepobench_dataset, and the metric's leaf modules (errors.py, defaults.py) that import

@@ -3,7 +3,7 @@ the shipped task (runner/lm_eval_task/) run by `lm_eval` with its own hf backend
 (tests/model_fixture.py), judged by our metric, scoring what `execrepobench evaluate` scores for the same
 generations.  Runs in the model environment (scripts/test.sh part 2), where it FAILS when lm-eval is missing:
 
-    .venv-models/bin/python -m pytest tests/test_lm_eval_task.py
+    .venv-models/bin/python -m pytest tests/runner/test_lm_eval_task.py
 """
 import json
 import os

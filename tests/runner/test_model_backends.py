@@ -3,7 +3,7 @@
 Runs only inside the model environment (bash scripts/setup-model-env.sh), where torch, transformers and vLLM
 import; anywhere else the whole module is skipped:
 
-    .venv-models/bin/python -m pytest tests/test_model_backends.py
+    .venv-models/bin/python -m pytest tests/runner/test_model_backends.py
 
 Nothing is downloaded: the tokenizer is trained on this project's sources and the weights are random (seeded).
 """

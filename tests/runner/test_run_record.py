@@ -1,6 +1,7 @@
 """The run record (metrics.json `run_record`), the prompts in generations.jsonl and results.json in lm-eval's
 layout with a standard error for every score (runner/run_record.py, runner/lm_eval_results.py).
-That lm-eval's own table printer reads results.json is tested in the model environment (tests/test_lm_eval_task.py)."""
+That lm-eval's own table printer reads results.json is tested in the model environment
+(tests/runner/test_lm_eval_task.py)."""
 import json
 import math
 import platform

@@ -1,6 +1,6 @@
 """Generation at scale on the tiny local model (tests/model_fixture.py), in the model environment: vLLM data
 parallelism (two engines in their own processes) gives what one engine gives, the transformers backend's
---batch-size gives what one prompt at a time gives (the flags' checks: tests/test_scale_flags.py)."""
+--batch-size gives what one prompt at a time gives (the flags' checks: tests/runner/test_scale_flags.py)."""
 import os
 
 import pytest

@@ -107,7 +107,7 @@ def test_chat_messages_match_repo_instruct_records():
 def test_chat_official_layout():
     # ExecRepoBench utils/prompt_template.py REPO_COMPLETE_TEMPLATE and SYSTEM_PROMPT (triple-quoted: their
     # newlines kept) with eval.py's context entries "##{file_name}##:\n{file_code}" joined by "\n", reversed for
-    # --context_order close.  (Byte-equality with the official code's output: tests/test_official_prompts.py.)
+    # --context_order close.  (Byte-equality with the official code's output: tests/runner/test_official_prompts.py.)
     template = "\n##Context Code##:\n{}\n##Prefix Code##:\n{}\n##Suffix Code##:\n{}\n##Middle Code##:\n"
     ctx = "\n".join(f"##{f}##:\n{c}" for f, c in reversed(PARTS.context))
     msgs = render("chat-official", PARTS)
