@@ -4,11 +4,11 @@ Two kinds.  *Set by hand*: a number or name bumped when what it covers changes i
 can see (a rule of the benchmark, an on-disk format).  Those marked PUBLISHED enter the benchmark's
 identity - the release lock's `scheme_id` (`builder/release/release_lock.py`), every repository's build
 inputs hash, or the samples themselves (environment keys): bump one only together with a rebuilt release lock
-(`tests/test_release_lock.py` fails until then).  *Derived* (`DerivedKey`): a digest of the source of the
+(`tests/builder/test_release_lock.py` fails until then).  *Derived* (`DerivedKey`): a digest of the source of the
 modules a cache entry depends on, so an edit there invalidates the entry without anyone remembering a
 bump; only keys that enter no published fingerprint are derived.
 
-Each identifier's history is in CHANGELOG.md (a section per identifier); `tests/test_schemes.py` checks
+Each identifier's history is in CHANGELOG.md (a section per identifier); `tests/dataset/test_schemes.py` checks
 that every identifier is defined here only and has its section.
 """
 from __future__ import annotations

@@ -16,7 +16,7 @@
 # Idempotent: a finished environment carries .venv-models/.setup-complete (with the versions it was
 # made for) and the script then returns at once.  A failed run can simply be run again.  pip's output
 # goes to .venv-models/setup.log (shown only when something fails).  Run the model tests with
-#   .venv-models/bin/python -m pytest tests/test_model_backends.py
+#   .venv-models/bin/python -m pytest tests/runner/test_model_backends.py
 # Environment: PYTHON (default python3, needs >= 3.11), MODEL_ENV (default .venv-models).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."

@@ -23,7 +23,7 @@ fi
 EXECREPOBENCH_EXTRAS=test,ray bash scripts/setup-env.sh
 set +e
 # the model backends run in part 2, in their own environment: not collected here (no skip line)
-.venv/bin/python -m pytest -ra --ignore=tests/test_model_backends.py --ignore=tests/test_lm_eval_task.py --ignore=tests/test_scale.py "$@"
+.venv/bin/python -m pytest -ra --ignore=tests/runner/test_model_backends.py --ignore=tests/runner/test_lm_eval_task.py --ignore=tests/runner/test_scale.py "$@"
 rc=$?
 set -e
 if [ "$rc" -eq 5 ]; then
@@ -36,7 +36,7 @@ if [ "${EXECREPOBENCH_SKIP_MODEL_TESTS:-0}" = 1 ] || [ "$#" -gt 0 ]; then
 fi
 bash scripts/setup-model-env.sh
 set +e
-EXECREPOBENCH_REQUIRE_MODELS=1 .venv-models/bin/python -m pytest -ra tests/test_model_backends.py tests/test_lm_eval_task.py tests/test_scale.py
+EXECREPOBENCH_REQUIRE_MODELS=1 .venv-models/bin/python -m pytest -ra tests/runner/test_model_backends.py tests/runner/test_lm_eval_task.py tests/runner/test_scale.py
 rc=$?
 set -e
 if [ "$rc" -eq 5 ]; then

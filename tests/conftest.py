@@ -67,7 +67,8 @@ def hf_hub_cache(tmp_path, offline_hf, monkeypatch) -> Path:
 
 # --- the rule for real things: a test needing one names it by marker (or, at import, `require`); where it is
 # missing the test is skipped on a developer machine and FAILS where it is required (CI=1, or the variable
-# scripts/test.sh sets): a green run must have used it.  No test module skips on its own (tests/test_suite_rules.py).
+# scripts/test.sh sets): a green run must have used it.  No test module skips on its own
+# (tests/project/test_suite_rules.py).
 
 def _no_sandbox() -> str | None:
     from execrepobench_metric.execution.sandbox import strong_available
@@ -124,11 +125,11 @@ REAL_THINGS = {
     # the model environment (.venv-models): part 2 of scripts/test.sh sets the variable
     "models": ("runs the model backends (torch, transformers, vLLM)", ("EXECREPOBENCH_REQUIRE_MODELS",),
                _no_modules("torch", "transformers", "vllm", hint="bash scripts/setup-model-env.sh, then "
-                           "`.venv-models/bin/python -m pytest tests/test_model_backends.py`")),
+                           "`.venv-models/bin/python -m pytest tests/runner/test_model_backends.py`")),
     # EleutherAI's lm-evaluation-harness, in the model environment too (scripts/setup-model-env.sh installs it)
     "lm_eval": ("runs lm-evaluation-harness (lm_eval) with a model", ("EXECREPOBENCH_REQUIRE_MODELS",),
                 _no_modules("lm_eval", "torch", "transformers", hint="bash scripts/setup-model-env.sh, then "
-                            "`.venv-models/bin/python -m pytest tests/test_lm_eval_task.py`")),
+                            "`.venv-models/bin/python -m pytest tests/runner/test_lm_eval_task.py`")),
 }
 
 

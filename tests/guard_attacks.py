@@ -398,7 +398,7 @@ ATTACKS = [
 
 # Attacks that reach pytest's plugin manager, its hook implementations, the collected items and
 # their test data through back-references pytest leaves in module globals, or that patch the
-# standard library's doctest machinery (tests/test_guard_reach.py).  Targets: "clamp" (the fixture
+# standard library's doctest machinery (tests/metric/test_guard_reach.py).  Targets: "clamp" (the fixture
 # repository), "doc" (docrepo's `scaled`, judged by its doctest), "docmix" (judged by its doctest and
 # a pytest test that compares with pytest.approx).
 PM_VIA_PDB = '''

@@ -1,4 +1,4 @@
-"""Honest wrong completions for the guard's fairness checks (tests/test_guard_honest.py).
+"""Honest wrong completions for the guard's fairness checks (tests/metric/test_guard_honest.py).
 
 An honest model that is wrong must be judged `failed`, never `tampering`.  Per sample this makes the
 null fill, AST mutants of the ground truth (an operator swapped, a constant off by one, a condition

@@ -3,9 +3,9 @@ it reads every file it can and reports each place where an answer is.
 
     python leak_scanner.py NEEDLES.json REPORT.json
 
-NEEDLES.json (written by tests/test_leak_scan.py, outside the run):
+NEEDLES.json (written by tests/metric/test_leak_scan.py, outside the run):
 - "texts": [{"id", "b64"}] - byte strings whose presence anywhere is a hit: the original masked file's
-  full text, and each middle long enough to be distinctive (the hit rule is in tests/test_leak_scan.py);
+  full text, and each middle long enough to be distinctive (the hit rule is in tests/metric/test_leak_scan.py);
 - "sources": [{"id", "b64"}] - original files: a code object equal to one compiled from them (whole
   module, at optimisation levels 0-2, or a function/class whose lines cover the middle) found in any
   marshalled bytecode (a `.pyc`, also inside archives) is a hit;

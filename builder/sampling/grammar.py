@@ -30,7 +30,7 @@ _CATEGORY_TABLE = (
 CATEGORIES = tuple(row[0] for row in _CATEGORY_TABLE)
 DEFAULT_CATEGORY_WEIGHTS = MappingProxyType({c: w for c, w, _ in _CATEGORY_TABLE})
 CATEGORY_NODE_TYPES = MappingProxyType({c: frozenset(t.split()) for c, _, t in _CATEGORY_TABLE})
-# A category's level is its node types' level in the one table (they agree: tests/test_fill_levels.py).
+# A category's level is its node types' level in the one table (they agree: tests/builder/test_fill_levels.py).
 CATEGORY_LEVEL = MappingProxyType({c: level_of_type(min(types)) for c, types in CATEGORY_NODE_TYPES.items()})
 # A node of these categories counts only when none of its named children has a listed type (an
 # expression_statement wrapping an assignment belongs to "assignment", not to both).

@@ -3,7 +3,7 @@ grammar categories (`grammar.py`: a category's level is its node types' level) a
 re-derives a sample's fill type from its record (`grammar.check_fill_type`).
 
 Every named node type of tree-sitter-python is in exactly one of the three sets below
-(`tests/test_fill_levels.py` enumerates the grammar's node types, so a grammar upgrade that adds one fails
+(`tests/builder/test_fill_levels.py` enumerates the grammar's node types, so a grammar upgrade that adds one fails
 there until it is placed).  Position enters in one way only: a node whose bytes are exactly one named
 child's bytes (a `block` holding a single `return` statement, an `expression_statement` holding a call) is
 the level of that child - the same masked text gets the same label whichever node reached it.

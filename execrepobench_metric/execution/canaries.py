@@ -92,7 +92,7 @@ class CanaryCheck:
 
 
 # Test-only switches, each turning one defence off so an attack can be shown to pass without it
-# (tests/test_attacks_canaries.py): FAIL_OPEN - a canary skipped, not collected or in a collection error
+# (tests/metric/test_attacks_canaries.py): FAIL_OPEN - a canary skipped, not collected or in a collection error
 # turns the check off and the run is judged again without canaries (the former design); SEPARATE_FILES -
 # the canaries live in modules of their own, never inside a judged test module (the former design);
 # TWINS_OFF - see below.
@@ -206,7 +206,7 @@ def check_canaries(plan: CanaryPlan | None, *, collected: Sequence[str], outcome
     Fail closed: once every judged test passed, a canary that is skipped, not collected, missing or in a
     collection error is not a reason to look away - the run is made again with fresh canaries ("rerun",
     plan.attempt 0) and, when the fresh ones are not run as drawn either, it is `tampering` ("fired").
-    Canaries are drawn so that they always import and run in an honest run (tests/test_canary_layouts.py);
+    Canaries are drawn so that they always import and run in an honest run (tests/metric/test_canary_layouts.py);
     what is decided from the configuration alone (no place to put them) is `plan.off`, before the run."""
     if plan is None:
         return CanaryCheck()

@@ -1,5 +1,5 @@
 """The last step of a judgement (`judge.py`): `decide` - the only place where a pass is decided, a pure
-function of what the plan found and the run left (tests/test_decide.py covers every branch)."""
+function of what the plan found and the run left (tests/metric/test_decide.py covers every branch)."""
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -1,7 +1,7 @@
 """One completion of one sample -> a verdict (`verdict.py`), in three steps: `plan_run` (`run_plan.py`:
 compile, find the environment, make the invocation), the sandboxed pytest run, and `decide` (`decide.py`) -
 the only place where a pass is decided, a pure function of what the plan found and the run left
-(tests/test_decide.py covers every branch).
+(tests/metric/test_decide.py covers every branch).
 
 A completion passes only if: the completed file compiles; the sandboxed pytest run, under the
 in-process guard (`guard.py`, `pytest_plugin/_execrepobench_guard*.py`), streamed an intact evidence

@@ -1,6 +1,6 @@
 """What the engine offers the rooms above the metric (the builder, the runner): the one module of
 `execution/` they import, so what they depend on is declared here, and everything else in `execution/`
-can change without them (tests/test_engine_surface.py reads their sources and holds them to it).
+can change without them (tests/project/test_engine_surface.py reads their sources and holds them to it).
 
 - judging: `JudgeConfig`, `Verdict`, `judge_safely` (one completed file, never raises), `judge_run`
   (a judgement from a run already made), `null_fill`, `require_opt_in`;

@@ -22,8 +22,8 @@ their bytecode.  The tree's are whited out in the overlay; the venv's are covere
 
 A path the run would need outside the allow-list (a venv symlink or a `.pth` entry leading elsewhere,
 an interpreter that is not where its venv says) raises `ViewError` before anything runs: a harness
-error, never a silently different run.  tests/test_leak_scan.py reads every file a real judged run can
-read and finds no answer; tests/test_attacks_view.py shows the attacks this stops.
+error, never a silently different run.  tests/metric/test_leak_scan.py reads every file a real judged run can
+read and finds no answer; tests/metric/test_attacks_view.py shows the attacks this stops.
 """
 from __future__ import annotations
 
@@ -43,7 +43,7 @@ _SITE_GLOBS = ("lib/python3*/site-packages", "lib/python3*/dist-packages", "lib/
                "local/lib/python3*/site-packages", "local/lib/python3*/dist-packages")
 
 # Tests only: the former view (`/` read-only, nothing hidden), to show that each answer-finding attack
-# of tests/test_attacks_view.py is real.  Never set by the package.
+# of tests/metric/test_attacks_view.py is real.  Never set by the package.
 HOST_VIEW_FOR_TESTS = False
 
 
