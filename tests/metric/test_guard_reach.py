@@ -12,7 +12,8 @@ from execrepobench_metric.execution.verdict import JudgeConfig
 from honest_corpus import DOCREPO_MANIFEST, collected_ids, fill_of, write_docrepo
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.slow]
-ON, OFF = JudgeConfig(timeout_s=60), JudgeConfig(timeout_s=60, guard="off", fail_fast=False)
+# the guard alone: the lenient rule (strict.py refuses many of these on its own: tests/metric/test_attacks_strict.py)
+ON, OFF = JudgeConfig(timeout_s=60, strict=False), JudgeConfig(timeout_s=60, guard="off", fail_fast=False, strict=False)
 JUDGE = JudgeConfig(timeout_s=60, canaries=True)  # as the metric judges (ON: verification, which plants none)
 CLAMP_TESTS = ("tests/test_mathx.py::test_clamp_inside", "tests/test_mathx.py::test_clamp_edges")
 SCALED = "return [v * factor for v in values if v is not None]"
@@ -77,13 +78,15 @@ def test_reach_attack_passes_without_the_guard_and_fails_with_it(targets, monkey
 CANARIES_CATCH = {"pm_register_via_debugging", "pm_register_via_assertion_config", "pm_hookcall_monitoring",
                   "hookimpl_function_swap", "hookimpls_list_insert", "hookcaller_hookexec_swap",
                   "hookrelay_attribute_swap", "doctest_checker_patch_and_equal_to_all", "doctest_runner_run_at_import",
-                  "doctest_private_run_at_import", "doctest_item_runtest_at_import", "doctest_checker_patch_at_import"}
+                  "doctest_private_run_at_import", "doctest_item_runtest_at_import", "doctest_checker_patch_at_import",
+                  # canaries appended to the judged test modules run under its autouse fixture too
+                  "autouse_fixture_noop_runtest"}
 
 
 @pytest.mark.parametrize("attack", corpus.REACH_ATTACKS, ids=lambda a: a.name)
 def test_canaries_alone_catch_the_attacks_that_rewrite_outcomes(targets, monkeypatch, attack):
     indent, wrong = WRONG[attack.target]
-    blind = JudgeConfig(timeout_s=60, guard="blind", canaries=True)
+    blind = JudgeConfig(timeout_s=60, guard="blind", canaries=True, strict=False)  # the canaries alone
     v = _judge(targets, monkeypatch, attack.target, corpus.completion(attack, indent, wrong), blind)
     assert (v.reason == "tampering") == (attack.name in CANARIES_CATCH), v
     assert v.reason in ("tampering", "passed"), v
