@@ -106,5 +106,23 @@ def plan_run(sample: Sample, completion: str, config: JudgeConfig, *, also_maske
     variant = variant_files(root, sample) if config.impossible else ()
     if config.impossible and not variant:
         raise ValueError(f"sample {sample.sample_id}: no impossible variant (no judged assertion to perturb)")
+    if canaries is not None and variant:
+        canaries, variant = _canaries_on_variant(root, canaries, variant)
     return RunPlan(completed, invocation=inv, limits=limits, readonly=readonly, guard=guard, budget=budget,
                    canaries=canaries, variant=variant)
+
+
+def _canaries_on_variant(root: Path, canaries: CanaryPlan, variant: tuple) -> tuple[CanaryPlan, tuple]:
+    """A judged test module that carries canaries and has an impossible variant: one file in the view, the
+    variant's text with the canaries appended (otherwise the later of the two would hide the other)."""
+    by_path = {f.path: f for f in variant}
+    files = []
+    for host in canaries.files:
+        perturbed = by_path.pop(host.path, None)
+        if perturbed is not None:
+            original = (root / host.path).read_text(encoding="utf-8")
+            if not host.text.startswith(original):
+                raise ValueError(f"{host.path}: the canary copy does not extend the module; cannot join its variant")
+            host = replace(host, text=perturbed.text + host.text[len(original):])
+        files.append(host)
+    return replace(canaries, files=tuple(files)), tuple(by_path.values())

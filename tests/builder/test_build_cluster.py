@@ -76,12 +76,14 @@ def _matches_lock(out: Path) -> None:
 def cluster_build(cluster, tmp_path_factory, private_cache):
     ray_cluster, caches = cluster
     out = tmp_path_factory.mktemp("cluster-build") / "out"
-    return _quickstart_build(out, ray_cluster.address), out
+    before = set(private_cache.glob("envs/*/env.json"))  # the session's cache: earlier tests made environments
+    summary = _quickstart_build(out, ray_cluster.address)
+    return summary, out, set(private_cache.glob("envs/*/env.json")) - before
 
 
 def test_quickstart_on_two_nodes_gives_the_local_release_lock(cluster, cluster_build, private_cache):
     _, caches = cluster
-    summary, out = cluster_build
+    summary, out, made_by_driver = cluster_build
     _matches_lock(out)
     by = {r["repo"]: r for r in summary["repos"]}
     assert set(by) == {"isodate", "schema"} and all(r["status"] == "ok" for r in by.values()), by
@@ -91,7 +93,7 @@ def test_quickstart_on_two_nodes_gives_the_local_release_lock(cluster, cluster_b
     for cache in caches.values():
         made = [json.loads(p.read_text())["key"] for p in cache.glob("envs/*/env.json")]
         assert len(made) == 1 and made[0] in {r["env_key"] for r in by.values()}, made
-    assert not list(private_cache.glob("envs/*/env.json"))  # the driver made no environment
+    assert not made_by_driver  # the driver made no environment
     per_node = summary["executor"]["per_node"]
     assert summary["executor"]["executor"] == "ray" and set(per_node) == nodes
     assert all(n["repos"] == 1 and n["samples"] == 8 and n["samples_per_hour"] > 0 for n in per_node.values())
@@ -115,7 +117,7 @@ def test_a_repository_that_fails_on_a_node_is_reported_with_the_nodes_reason(clu
 
 def test_resumed_driver_and_a_node_killed_mid_build_lose_and_repeat_nothing(cluster, cluster_build, tmp_path):
     ray_cluster, caches = cluster
-    _, built = cluster_build
+    _, built, _ = cluster_build
     out = tmp_path / "out"
     shutil.copytree(built, out)
     (out / "repos" / "schema" / "report.json").unlink()  # the driver stopped before schema's record landed

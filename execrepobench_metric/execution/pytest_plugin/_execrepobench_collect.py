@@ -196,6 +196,13 @@ def _warm_lazy_machinery():
         getattr(unittest, "IsolatedAsyncioTestCase", None)
     except Exception:  # noqa: BLE001
         pass
+    try:  # hypothesis appends its gc-time callback to gc.callbacks (which the guard watches) on first use
+        from importlib.util import find_spec
+        if find_spec("hypothesis") is not None:
+            from hypothesis.internal.conjecture.junkdrawer import gc_cumulative_time
+            gc_cumulative_time()
+    except Exception:  # noqa: BLE001 - another hypothesis: its first use stays a recorded change
+        pass
     try:  # posixpath compiles its variable patterns on the first expandvars (str and bytes)
         os.path.expandvars("$_execrepobench")
         os.path.expandvars(b"$_execrepobench")
