@@ -29,6 +29,10 @@ from ..sources.manifest import RepoSpec
 BASELINE_TEST_LIMIT_S = 60.0
 WALL_LIMIT_ENV = "EXECREPOBENCH_TEST_WALL_S"
 WALL_LIMIT_MARK = "per-test limit of"  # in the message of a test the limit stopped (the plugin's TestWallLimit)
+# Markers that say a test needs what a build machine may not give (the network, a service, a long time):
+# marked tests that fail in the first run are deselected in the others, as hung ones are.
+NEEDS_MORE_MARKERS = ("network", "internet", "online", "requires_network", "needs_network", "slow", "integration",
+                      "e2e", "external", "remote")
 
 
 def full_output(result) -> str:
@@ -60,6 +64,9 @@ class Baseline:
     # excluded, by this prefix (the ids of the moment would make the record differ from build to build)
     varying: tuple[str, ...] = ()
     hung: tuple[str, ...] = ()  # stopped by the first run's per-test wall limit, deselected in the others
+    # marked as needing the network, a service or time (NEEDS_MORE_MARKERS), failed in the first run,
+    # deselected in the others
+    marked_failing: tuple[str, ...] = ()
 
     def estimate_s(self, tests) -> float:
         """CPU seconds a run of only `tests` should take (an overestimate: the whole suite's collection)."""
@@ -78,7 +85,7 @@ class Baseline:
                 "failing_tests": list(self.failing), "flaky_tests": list(self.flaky),
                 # flipped in the suite runs (a loaded machine), then passed every re-run of their own: judged
                 "recovered_tests": list(self.recovered), "varying_ids": list(self.varying),
-                "hung_tests": list(self.hung),
+                "hung_tests": list(self.hung), "marked_failing_tests": list(self.marked_failing),
                 "import_check": self.import_check}
 
 
@@ -146,7 +153,8 @@ def run_baseline(env: Environment, root: Path, spec: RepoSpec, modules: list[str
     `coverage_data`: one of the runs is the coverage run (`baseline_invocations`), its outcomes counted
     like the others (a test must pass under coverage too), its data written there.  `test_limit_s` (> 0): the
     first run alone, each test limited to that many wall seconds; the tests it stopped (`hung`: they wait for
-    the network, a server, a terminal) are deselected by node id in the other runs and count as failing.  The
+    the network, a server, a terminal) are deselected by node id in the other runs and count as failing, and
+    so are the tests marked as needing more than this machine gives (NEEDS_MORE_MARKERS) that fail in it.  The
     task's settings say how many runs (`baseline_runs`), how long each may take and how many at a time."""
     repo, isolation, settings = spec.name, task.isolation, task.settings
     runs, timeout_s, workers = settings.baseline_runs, settings.baseline_timeout_s, settings.baseline_workers
@@ -156,16 +164,21 @@ def run_baseline(env: Environment, root: Path, spec: RepoSpec, modules: list[str
     inv = invocation(env, root, spec, timeout_s)
     planned = baseline_invocations(inv, runs, coverage_data)
     hung: tuple[str, ...] = ()
-    if test_limit_s > 0:  # the first run finds the tests that hang; the others run without them
+    marked_failing: tuple[str, ...] = ()
+    if test_limit_s > 0:  # the first run finds the tests that hang or need more; the others run without them
         first = run_pytest(replace(planned[0], env={**planned[0].env, WALL_LIMIT_ENV: f"{test_limit_s:g}"}),
                            isolation=isolation, readonly=as_judged(planned[0]))
         hung = tuple(sorted(t for t, m in first.messages.items() if WALL_LIMIT_MARK in m))
-        planned = [planned[0], *(replace(one, deselect=(*one.deselect, *hung)) for one in planned[1:])]
+        marked_failing = tuple(sorted(t for t in marked_needing_more(inv, isolation) if t not in hung
+                                      and first.outcomes.get(t, PASSED) not in (PASSED, SKIPPED)))
+        planned = [planned[0], *(replace(one, deselect=(*one.deselect, *hung, *marked_failing))
+                                 for one in planned[1:])]
+    gone = (*hung, *marked_failing)
     rest = planned[1:] if test_limit_s > 0 else planned
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
         results = list(pool.map(lambda one: run_pytest(one, isolation=isolation, readonly=as_judged(one)), rest))
     if test_limit_s > 0:
-        results = [first, *(replace(r, outcomes={**r.outcomes, **dict.fromkeys(hung, FAILED)}) for r in results)]
+        results = [first, *(replace(r, outcomes={**r.outcomes, **dict.fromkeys(gone, FAILED)}) for r in results)]
     per_run, durations, seconds, fixed = [], [], {}, []
     # plain runs first: a suite that cannot run is a baseline error, not the coverage run's
     for i, (one, result) in enumerate(sorted(zip(planned, results), key=lambda p: p[0].coverage_data is not None)):
@@ -185,7 +198,7 @@ def run_baseline(env: Environment, root: Path, spec: RepoSpec, modules: list[str
             seconds[nodeid] = max(s, seconds.get(nodeid, 0.0))
     timings["baseline_runs_s"] = time.monotonic() - t0 - timings["import_check_s"]
     kinds = classify(per_run)
-    kinds.update(dict.fromkeys(hung, "failing"))  # never re-run on their own: they would hang again
+    kinds.update(dict.fromkeys(gone, "failing"))  # never re-run on their own: they would hang or fail again
     unstable = unstable_ids(inv, set(kinds), collections, isolation, workers)
     for nodeid in unstable:
         if kinds[nodeid] == "passing":
@@ -193,10 +206,10 @@ def run_baseline(env: Environment, root: Path, spec: RepoSpec, modules: list[str
     absent = unstable | {t for run in per_run for t in kinds if t not in run}  # ids some process did not have
     varying = varying_ids(absent)
     kinds.update({t: "flaky" for t in kinds if varying and t.startswith(varying)})
-    flipped = [t for t, k in kinds.items() if k == "flaky" and t not in absent and t not in hung]  # outcomes that flipped
+    flipped = [t for t, k in kinds.items() if k == "flaky" and t not in absent and t not in gone]  # outcomes that flipped
     recovered = recheck_flipped(inv, flipped, runs, isolation)
     kinds.update({t: "passing" for t in recovered})
-    kinds.update(dict.fromkeys(hung, "failing"))
+    kinds.update(dict.fromkeys(gone, "failing"))
     by_kind = Counter(kinds.values())
     if not by_kind["passing"]:
         tail = output_tail(results[0], 40)
@@ -206,7 +219,15 @@ def run_baseline(env: Environment, root: Path, spec: RepoSpec, modules: list[str
     timings["collect_checks_s"] = time.monotonic() - t0 - sum(timings.values())
     return Baseline(pick("passing"), pick("failing"), pick("flaky"), pick("skipped"), len(planned),
                     tuple(durations), inv.test_command(), import_check, {k: round(v, 2) for k, v in timings.items()},
-                    seconds, min(fixed, default=0.0), recovered, varying, hung)
+                    seconds, min(fixed, default=0.0), recovered, varying, hung, marked_failing)
+
+
+def marked_needing_more(inv: PytestInvocation, isolation: Isolation) -> set[str]:
+    """The ids of the tests marked with one of NEEDS_MORE_MARKERS (one collection; the repository's own `-m`
+    in addopts is overridden by this one, so tests it deselects are found too - they never ran)."""
+    marked = (*inv.pytest_args, "-m", " or ".join(NEEDS_MORE_MARKERS))
+    run = run_pytest(replace(inv, collect_only=True, pytest_args=marked), isolation=isolation, readonly=as_judged(inv))
+    return set(run.collected)
 
 
 def varying_ids(absent: set[str]) -> tuple[str, ...]:

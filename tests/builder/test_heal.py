@@ -167,6 +167,66 @@ def test_a_hanging_test_is_found_in_the_first_run_and_deselected_in_the_others(t
     assert bl.WALL_LIMIT_ENV not in " ".join(prepared.baseline.test_command)  # not in the judged command
 
 
+MARKED = {
+    "pyproject.toml": HANGS["pyproject.toml"].replace("hangdemo", "markdemo"),
+    "markdemo/__init__.py": "def double(x):\n    return 2 * x\n",
+    "tests/test_demo.py": """\
+        import socket
+
+        import pytest
+
+        from markdemo import double
+
+
+        def test_double():
+            assert double(2) == 4
+
+
+        def test_wrong_here():
+            assert double(2) == 5
+
+
+        @pytest.mark.network
+        def test_fetches_a_page():
+            socket.create_connection(("127.0.0.1", 9), timeout=2)  # nothing listens: refused
+
+
+        @pytest.mark.slow
+        def test_slow_but_fine():
+            assert double(3) == 6
+        """,
+}
+
+
+@pytest.mark.pypi
+def test_marked_tests_that_fail_in_the_first_run_are_deselected_in_the_others(tmp_path, monkeypatch):
+    from execrepobench.builder.preparation import baseline as bl
+    from execrepobench.builder.preparation import prepare as prep
+    from execrepobench.builder.settings import BuildSettings, RepoTask
+    from execrepobench.builder.sources.manifest import parse_manifest
+    from execrepobench.builder.sources.sources import fetch
+    from execrepobench_metric.execution.sandbox import decide_isolation
+
+    seen = []
+    real = bl.run_pytest
+    monkeypatch.setattr(bl, "run_pytest", lambda inv, **kw: seen.append(inv) or real(inv, **kw))
+    repo = project(tmp_path / "markdemo", MARKED)
+    manifest = parse_manifest(f'[[repo]]\nsource = "path:{repo}"\nextra_test_requires = []\n', tmp_path)
+    task = RepoTask(manifest.repos[0], BuildSettings(baseline_runs=2, baseline_timeout_s=300),
+                    decide_isolation(False)[0], manifest.python)
+    prepared = prep.prepare(task, fetch(manifest.repos[0]))
+    network, wrong = "tests/test_demo.py::test_fetches_a_page", "tests/test_demo.py::test_wrong_here"
+    baseline = prepared.baseline
+    assert baseline.marked_failing == (network,) and network in baseline.failing and network in baseline.excluded
+    assert wrong in baseline.failing and wrong not in baseline.marked_failing  # unmarked: run every time
+    assert set(baseline.passing) == {"tests/test_demo.py::test_double", "tests/test_demo.py::test_slow_but_fine"}
+    assert prepared.report["baseline"]["marked_failing_tests"] == [network]
+    runs = [inv for inv in seen if not inv.collect_only and not inv.select]
+    assert network not in runs[0].deselect and len(runs) >= 2
+    assert all(network in inv.deselect and wrong not in inv.deselect for inv in runs[1:])
+    assert network not in " ".join(baseline.test_command)  # the judged command is the repository's own
+
+
 def test_a_plugin_that_crashes_pytest_is_switched_off(tmp_path):
     """pytest-isort's INTERNALERROR without the cache provider (dictdiffer 0.10.0's `tests` extra): the
     plugin's pytest11 entry point name is found in its dist-info and switched off."""

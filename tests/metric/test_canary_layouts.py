@@ -34,7 +34,7 @@ def _collect(built: dict, tree, targets) -> tuple[set[str], str]:
     inv = PytestInvocation.from_test_command(built["test_command"], python=built["python"], root=tree)
     out = subprocess.run([built["python"], "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
                           f"--rootdir={tree}", *inv.pytest_args, *targets], cwd=tree, capture_output=True, text=True,
-                         timeout=300, env={"PYTHONHASHSEED": "0"})  # the seed `collected_ids` drew the ids under
+                         timeout=300, env={"PYTHONHASHSEED": "0"})  # judged ids: those every seed collects
     return {line for line in out.stdout.splitlines() if "::" in line}, out.stdout[-2000:]
 
 

@@ -1,6 +1,5 @@
 """Our adversarial corpus (guard_attacks.py) on a real PyPI repository, in the real sandbox: every
 attack passes without the guard (it is real) and is judged tampering / failed with it."""
-import subprocess
 from dataclasses import replace
 
 import pytest
@@ -10,6 +9,7 @@ from conftest import make_sample, prepared_repo
 from execrepobench.builder.verification.verify import verify_one
 from execrepobench_metric.execution.judge import judge
 from execrepobench_metric.execution.verdict import JudgeConfig
+from honest_corpus import collected_ids
 
 pytestmark = [pytest.mark.pypi, pytest.mark.sandbox]
 # Without the guard every test runs (fail_fast off), as in the official procedure: stopping at the first
@@ -44,11 +44,7 @@ def isodate(tmp_path_factory):
     patch = pytest.MonkeyPatch()
     patch.setenv("EXECREPOBENCH_CACHE", str(base / "cache"))
     built = prepared_repo(MANIFEST, base)
-    python = built["python"]
-    # node ids as the judged runs see them (PYTHONHASHSEED=0: some of isodate's ids follow set order)
-    listing = subprocess.run([python, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", "tests"],
-                             cwd=built["root"], capture_output=True, text=True, env={"PYTHONHASHSEED": "0"}).stdout
-    ids = [line for line in listing.splitlines() if "::" in line]
+    ids = collected_ids(built)  # those every hash seed collects (some of isodate's ids follow set order)
     samples = {}
     for name, (file, middle, indent, wrong, pick) in TARGETS.items():
         judged = tuple(i for i in ids if pick(i))
