@@ -4,6 +4,8 @@ pytest gives a file, for canary doctests.
 """
 from __future__ import annotations
 
+import builtins
+import keyword
 import os
 import re
 from functools import lru_cache
@@ -23,6 +25,12 @@ def words_of(judged: Sequence[str]) -> tuple[str, ...]:
     return tuple(sorted(found)) or FALLBACK_WORDS
 
 
+def usable(name: str) -> bool:
+    """A name a canary module may define: an identifier, no keyword (`def with(...)` does not compile) and no
+    builtin (a helper named `len` would break the canaries beside it that call `len`)."""
+    return name.isidentifier() and not keyword.iskeyword(name) and not hasattr(builtins, name)
+
+
 def _joined(words: Sequence[str], rng) -> str:
     pool = list(words) + list(FALLBACK_WORDS[:4]) if len(words) < 4 else list(words)
     return "_".join(rng.sample(pool, rng.randint(1, 2)))
@@ -36,7 +44,7 @@ def file_path(collects: Collects, root: Path, folder: str, words, taken: set[str
             continue
         name = re.sub(r"\*+", lambda _: _joined(words, rng), base).replace("?", "x")
         path = str(PurePosixPath(folder) / name)
-        if (name not in taken and name[:-3].isidentifier() and not (root / path).exists()
+        if (name not in taken and usable(name[:-3]) and not (root / path).exists()
                 and collects.collects_file(root / path)):
             return path
     return None
@@ -50,7 +58,7 @@ def function_names(collects: Collects, words, rng, count: int, judged_names: set
             continue
         stem = _joined(words, rng)
         name = re.sub(r"\*+", stem, option) if "*" in option else option + ("_" if option[-1:].isalnum() else "") + stem
-        if name.isidentifier() and collects.collects_function(name) and name not in names \
+        if usable(name) and collects.collects_function(name) and name not in names \
                 and name not in judged_names:
             names.append(name)
         if len(names) == count:
@@ -84,7 +92,7 @@ def helper_name(collects: Collects, words, rng, avoid: set[str]) -> str:
     """A plain function name (a canary doctest's function) that `python_functions` does not collect."""
     for _ in range(50):
         name = _joined(words, rng)
-        if name.isidentifier() and not collects.collects_function(name) and name not in avoid:
+        if usable(name) and not collects.collects_function(name) and name not in avoid:
             return name
     return "helper_" + _joined(FALLBACK_WORDS, rng)
 

@@ -24,6 +24,7 @@ from conftest import make_sample, prepared_local_repo
 from execrepobench_metric.execution import canaries as canaries_module
 from execrepobench_metric.execution.canaries import CanaryPlan, check_canaries, plan_canaries
 from execrepobench_metric.execution.canary_config import read_collects
+from execrepobench_metric.execution.canary_names import usable
 from execrepobench_metric.execution.fills import null_fill
 from execrepobench_metric.execution.guard import read_evidence
 from execrepobench_metric.execution.judge import judge
@@ -115,6 +116,35 @@ def test_canaries_are_drawn_afresh_mixed_in_and_the_failing_one_runs_last(tmp_pa
     assert places == {0, 1, 2, 3}  # before, between and after the judged files
     drawn = [plan_canaries(root, judged, []) for _ in range(2)]  # the operating system's random source
     assert drawn[0].ids != drawn[1].ids and isinstance(secrets.SystemRandom(), random.Random)
+
+
+def test_names_drawn_from_keywords_and_builtins_are_never_used(tmp_path, separate_files):
+    """The words of the judged ids name the canaries: a judged id made of keywords and builtins must not give
+    `def with(...)` (the canary module would not compile: a collection error for an honest completion) or a
+    helper `len` (the canaries beside it that call `len` would fail)."""
+    root = _tree(tmp_path, {"pkg/__init__.py": "", "pkg/core.py": '"""\n>>> 1\n1\n"""\n',
+                            "tests/test_with.py": ""})
+    judged = ["pkg/core.py::pkg.core", "tests/test_with.py::test_with_class_len_sum_max_min_sorted"]
+    helpers = set()
+    for seed in range(60):
+        plan = plan_canaries(root, judged, ["--doctest-modules"], random.Random(seed))
+        assert plan.off == "", plan.off
+        for f in plan.files:
+            namespace: dict = {}
+            exec(compile(f.text, f.path, "exec"), namespace)  # compiles
+            names = [n for n in namespace if not n.startswith(("test", "__"))]
+            helpers.update(names)
+            assert all(usable(n) for n in names) and usable(Path(f.path).stem), (f.path, f.text)
+            for c in plan.canaries:
+                test = c.nodeid.split("::")[1]
+                if c.nodeid.startswith(f.path + "::") and test in namespace:  # a test function: ends as drawn
+                    try:
+                        namespace[test]()
+                        passed = True
+                    except AssertionError:
+                        passed = False
+                    assert passed == (c.expected == "passed"), f.text
+    assert helpers and not helpers & {"with", "class", "len", "sum", "max", "min", "sorted"}
 
 
 def _pytest_outcomes(root: Path, plan: CanaryPlan, args: list[str]) -> dict[str, str]:

@@ -42,7 +42,8 @@ def _judge_all(samples: list[Sample]) -> list[tuple[str, str, str, str, str]]:
             v, plain = judge(sample, completion, CANARIES), judge(sample, completion, ON)
             rows.append((sample.sample_id, sample.file_name, kind, v.reason, v.detail[:300]))
             assert v.suspicious == (), (kind, completion, v.suspicious)  # nothing its ground truth never does
-            assert (v.reason, v.failing_tests) == (plain.reason, plain.failing_tests), (kind, completion, v, plain)
+            assert (v.reason, v.failing_tests) == (plain.reason, plain.failing_tests), \
+                (kind, v.detail[:800], v.canaries, v.stderr_tail[-800:], completion)
             assert not v.canaries.startswith("fired"), (kind, v)
             if v.passed:
                 assert v.canaries.startswith("held"), (kind, v.canaries)
