@@ -16,34 +16,16 @@ from pathlib import Path
 
 import pytest
 
-from execrepobench_metric.environments.layout import CACHE_ENV_VAR
+from ray_nodes import two_node_cluster
 
 pytestmark = [pytest.mark.ray, pytest.mark.sandbox, pytest.mark.slow, pytest.mark.pypi]
-NODE_MEMORY = 5 << 30  # Ray's bookkeeping: a task asks for the sandbox's 4 GiB address-space limit
 
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
     """(cluster, {node: its cache folder}), torn down after the module."""
-    import ray
-    from ray.cluster_utils import Cluster
-
-    base = tmp_path_factory.mktemp("ray-build-nodes")
-    cluster = Cluster(initialize_head=True, head_node_args={
-        "num_cpus": 0, "env_vars": {CACHE_ENV_VAR: str(base / "head")},
-        "_system_config": {"health_check_period_ms": 500, "health_check_failure_threshold": 3,
-                           "health_check_initial_delay_ms": 0}})
-    caches = {}
-    for name in ("a", "b"):
-        (base / name / "tmp").mkdir(parents=True)
-        node = cluster.add_node(num_cpus=1, memory=NODE_MEMORY,
-                                env_vars={CACHE_ENV_VAR: str(base / name), "TMPDIR": str(base / name / "tmp")})
-        caches[node] = base / name
-    cluster.wait_for_nodes()
-    yield cluster, caches
-    if ray.is_initialized():
-        ray.shutdown()
-    cluster.shutdown()
+    with two_node_cluster(tmp_path_factory.mktemp("ray-build-nodes")) as started:
+        yield started
 
 
 def _quickstart_build(out: Path, address: str) -> dict:

@@ -16,38 +16,18 @@ import pytest
 from execrepobench_dataset.record import read_jsonl, write_jsonl
 from execrepobench_dataset.repo_record import environment_key, read_repo_records, write_repo_records
 from execrepobench_metric import api
-from execrepobench_metric.environments.layout import CACHE_ENV_VAR
 from execrepobench_metric.environments.venvs import environment_record
 from execrepobench_metric.execution.fills import null_fill
+from ray_nodes import NODE_CPUS, two_node_cluster
 
 pytestmark = [pytest.mark.ray, pytest.mark.sandbox, pytest.mark.slow]
-NODE_CPUS = 1
-NODE_MEMORY = 5 << 30  # Ray's bookkeeping: a task asks for the sandbox's 4 GiB address-space limit
 
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
     """(cluster, {node: its cache}) - started once for the module, torn down after it."""
-    import ray
-    from ray.cluster_utils import Cluster
-
-    base = tmp_path_factory.mktemp("ray-nodes")
-    fast_failure = {"health_check_period_ms": 500, "health_check_failure_threshold": 3,
-                    "health_check_initial_delay_ms": 0}
-    cluster = Cluster(initialize_head=True, head_node_args={
-        "num_cpus": 0, "env_vars": {CACHE_ENV_VAR: str(base / "head")},
-        "_system_config": fast_failure})
-    caches = {}
-    for name in ("a", "b"):  # a node's own temporary folder too: the kill test watches it for a running judgement
-        (base / name / "tmp").mkdir(parents=True)
-        node = cluster.add_node(num_cpus=NODE_CPUS, memory=NODE_MEMORY,
-                                env_vars={CACHE_ENV_VAR: str(base / name), "TMPDIR": str(base / name / "tmp")})
-        caches[node] = base / name
-    cluster.wait_for_nodes()
-    yield cluster, caches
-    if ray.is_initialized():
-        ray.shutdown()
-    cluster.shutdown()
+    with two_node_cluster(tmp_path_factory.mktemp("ray-nodes")) as started:
+        yield started
 
 
 def completions_of(samples):
