@@ -59,9 +59,10 @@ def main(argv: list[str] | None = None) -> int:
             bad += 1
             print(f"{s.repo_name} {s.file_name} {s.sample_id} {kind}: {v.reason}: {v.canaries} {v.detail[:200]}")
     repos = len({s.repo_name for s in samples})
+    truths = Counter(v.reason for (_, kind, _), v in zip(work, verdicts) if kind == "truth")
     print(f"{len(work)} judged honest runs ({len(samples)} samples, {repos} repositories, {args.rounds} rounds) in "
           f"{time.monotonic() - start:.0f} s: verdicts {dict(reasons)}; canaries {dict(states)}; "
-          f"{bad} run(s) where the canaries went off, fired or were made again")
+          f"{bad} run(s) where the canaries went off, fired or were made again; ground truths {dict(truths)}")
     return 1 if bad else 0
 
 
