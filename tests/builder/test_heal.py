@@ -167,6 +167,40 @@ def test_a_hanging_test_is_found_in_the_first_run_and_deselected_in_the_others(t
     assert bl.WALL_LIMIT_ENV not in " ".join(prepared.baseline.test_command)  # not in the judged command
 
 
+def test_a_fixture_the_limit_stopped_stops_the_next_tests_that_ask_for_it_at_once(tmp_path):
+    """A fixture that waits for a server (function-scoped: each test would wait again) is stopped once by the
+    first run's per-test limit; the other tests that ask for it stop at once, each named as hung."""
+    from execrepobench.builder.preparation import baseline as bl
+    from execrepobench_metric.execution.surface import Isolation, PytestInvocation, run_pytest
+
+    root = project(tmp_path, {"tests/test_server.py": """\
+        import time
+
+        import pytest
+
+
+        @pytest.fixture
+        def server():
+            time.sleep(600)  # a server that never answers
+
+
+        def test_fine():
+            assert True
+
+
+        @pytest.mark.parametrize("n", range(4))
+        def test_asks(server, n):
+            assert n >= 0
+        """})
+    inv = PytestInvocation(python=sys.executable, root=root, test_paths=("tests",), timeout_s=120,
+                           env={bl.WALL_LIMIT_ENV: "3"})
+    run = run_pytest(inv, isolation=Isolation.WEAK)
+    hung = sorted(t for t, m in run.messages.items() if bl.WALL_LIMIT_MARK in m)
+    assert hung == [f"tests/test_server.py::test_asks[{n}]" for n in range(4)], run.messages
+    assert run.outcomes["tests/test_server.py::test_fine"] == "passed"
+    assert run.process.duration_s < 60  # one wait of 3 s, not four (a loaded machine: far from 12 s either way)
+
+
 MARKED = {
     "pyproject.toml": HANGS["pyproject.toml"].replace("hangdemo", "markdemo"),
     "markdemo/__init__.py": "def double(x):\n    return 2 * x\n",

@@ -17,7 +17,9 @@ CPU seconds of the whole run, of start-up and collection, and of each test (os.t
 the children it waited for) - the data budgets are derived from.  Every run lifts hypothesis'
 wall-clock checks (`_lift_hypothesis_clock`).  With EXECREPOBENCH_TEST_WALL_S (the builder's first baseline
 run only), each test may take that many wall seconds (ITIMER_REAL): a test that waits for a server, the
-network or a terminal fails with TestWallLimit and the builder deselects it by node id for the other runs.
+network or a terminal fails with TestWallLimit and the builder deselects it by node id for the other runs;
+where the limit ran out in a fixture's setup (a server started for each test), the later tests that ask for
+that fixture stop at once with the same words, instead of each waiting out the limit again.
 """
 import json
 import os
@@ -65,12 +67,41 @@ def _wall_limit():
 _WALL_S = _wall_limit()
 
 
+class FixtureWallLimit(Exception):
+    """The per-test wall limit ran out in a fixture's setup: an Exception there, so that pytest records the
+    fixture's error as it records any (a BaseException would leave the fixture half set up, and every later
+    test that asks for it fails on pytest's own assertion instead of being named)."""
+
+
+_IN_FIXTURE = [0]  # fixture setups under way
+
+
 def _over_wall(signum, frame):
-    raise TestWallLimit(f"exceeded the baseline's per-test limit of {_WALL_S:g} wall seconds (execrepobench)")
+    why = f"exceeded the baseline's per-test limit of {_WALL_S:g} wall seconds (execrepobench)"
+    raise FixtureWallLimit(why) if _IN_FIXTURE[0] else TestWallLimit(why)
 
 
 if _WALL_S > 0:
     _signal(_SIGALRM, _over_wall)
+    _HUNG_FIXTURES = set()  # fixtures whose setup the limit stopped: a test that asks for one again stops at once
+
+    @pytest.hookimpl(hookwrapper=True, tryfirst=True)
+    def pytest_fixture_setup(fixturedef, request):
+        func = fixturedef.func
+        if fixturedef.argname in _HUNG_FIXTURES:  # pytest's own setup calls this instead, and records its error
+            def _stopped(*args, **kwargs):
+                raise FixtureWallLimit(f"exceeded the baseline's per-test limit of {_WALL_S:g} wall seconds "
+                                       f"(execrepobench): its fixture {fixturedef.argname} did in an earlier test")
+            fixturedef.func = _stopped
+        _IN_FIXTURE[0] += 1
+        try:
+            outcome = yield
+        finally:
+            _IN_FIXTURE[0] -= 1
+            fixturedef.func = func
+        if outcome.excinfo is not None and isinstance(outcome.excinfo[1], FixtureWallLimit):
+            _HUNG_FIXTURES.add(fixturedef.argname)
+
 
 _COLLECT_S, _TEST_S, _DEFAULT_S = _budgets()
 _ARMED = [0.0]  # the budget of the phase under way
