@@ -23,7 +23,7 @@ fi
 EXECREPOBENCH_EXTRAS=test,ray bash scripts/setup-env.sh
 set +e
 # the model backends run in part 2, in their own environment: not collected here (no skip line)
-.venv/bin/python -m pytest -ra --ignore=tests/runner/test_model_backends.py --ignore=tests/runner/test_lm_eval_task.py --ignore=tests/runner/test_scale.py "$@"
+.venv/bin/python -m pytest -ra --durations=30 --ignore=tests/runner/test_model_backends.py --ignore=tests/runner/test_lm_eval_task.py --ignore=tests/runner/test_scale.py "$@"
 rc=$?
 set -e
 if [ "$rc" -eq 5 ]; then
