@@ -173,6 +173,12 @@ def run_baseline(env: Environment, root: Path, spec: RepoSpec, modules: list[str
                                       and first.outcomes.get(t, PASSED) not in (PASSED, SKIPPED)))
         planned = [planned[0], *(replace(one, deselect=(*one.deselect, *hung, *marked_failing))
                                  for one in planned[1:])]
+        if not first.error and (hung or marked_failing) and PASSED not in first.outcomes.values():
+            raise BaselineError(f"{repo}: no test passes here: {len(hung)} stopped by the per-test limit of "
+                                f"{test_limit_s:g} s (e.g. {', '.join(hung[:3]) or '-'}), {len(marked_failing)} "
+                                f"marked as needing the network, a service or time failed (e.g. "
+                                f"{', '.join(marked_failing[:3]) or '-'}); the others failed or were skipped: "
+                                + " | ".join(output_tail(first, 40).splitlines()[-8:]), full_output(first))
     gone = (*hung, *marked_failing)
     rest = planned[1:] if test_limit_s > 0 else planned
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:

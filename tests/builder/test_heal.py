@@ -201,6 +201,52 @@ def test_a_fixture_the_limit_stopped_stops_the_next_tests_that_ask_for_it_at_onc
     assert run.process.duration_s < 60  # one wait of 3 s, not four (a loaded machine: far from 12 s either way)
 
 
+SERVERS = {
+    "pyproject.toml": HANGS["pyproject.toml"].replace("hangdemo", "serverdemo"),
+    "serverdemo/__init__.py": "def double(x):\n    return 2 * x\n",
+    "tests/test_demo.py": """\
+        import time
+
+        import pytest
+
+        from serverdemo import double
+
+
+        @pytest.fixture
+        def server():
+            time.sleep(600)  # a server that never answers
+
+
+        @pytest.mark.parametrize("n", range(6))
+        def test_with_server(server, n):
+            assert double(n) == 2 * n
+        """,
+}
+
+
+@pytest.mark.pypi
+def test_a_suite_whose_every_test_waits_for_a_server_says_so_after_one_wait(tmp_path, monkeypatch):
+    """Every test asks for a fixture that waits for a server: the first run stops one (3 s), the rest at once,
+    and the build ends there, naming them - not `no tests collected` after the other runs."""
+    from execrepobench.builder.errors import BaselineError
+    from execrepobench.builder.preparation import prepare as prep
+    from execrepobench.builder.settings import BuildSettings, RepoTask
+    from execrepobench.builder.sources.manifest import parse_manifest
+    from execrepobench.builder.sources.sources import fetch
+    from execrepobench_metric.execution.sandbox import decide_isolation
+
+    monkeypatch.setattr(prep, "BASELINE_TEST_LIMIT_S", 3.0)
+    repo = project(tmp_path / "serverdemo", SERVERS)
+    manifest = parse_manifest(f'[[repo]]\nsource = "path:{repo}"\nextra_test_requires = []\n', tmp_path)
+    task = RepoTask(manifest.repos[0], BuildSettings(baseline_runs=2, baseline_timeout_s=300),
+                    decide_isolation(False)[0], manifest.python)
+    with pytest.raises(BaselineError) as raised:
+        prep.prepare(task, fetch(manifest.repos[0]))
+    said = str(raised.value)
+    assert "no test passes here: 6 stopped by the per-test limit of 3 s" in said, said
+    assert "tests/test_demo.py::test_with_server[0]" in said
+
+
 MARKED = {
     "pyproject.toml": HANGS["pyproject.toml"].replace("hangdemo", "markdemo"),
     "markdemo/__init__.py": "def double(x):\n    return 2 * x\n",
