@@ -5,7 +5,9 @@ An event is the completion's when, walking its stack outwards, a frame of the ma
 code the completion made: compiled and run or turned into a function by it, or a module file written
 during the run that it imported - comes before the module-level code of any module that existed
 before the run (a lazy import of the standard library, say: what that module does at import is its
-own); or when it happens in a thread the completion started.
+own) or a signal handler the completion did not install (what runs on top of the frames a signal
+interrupted is the handler's: pytest-timeout's stack dump over a completion that loops); or when it
+happens in a thread the completion started.
 """
 import _thread
 import os
@@ -15,10 +17,15 @@ def make_attribution(masked, start, text, consumers):
     """masked: the masked file's paths; start: the run's start time (files older than it are the
     repository's or the environment's); text: see `make_text`; consumers: see `consumed`.
     -> (is_masked, attributed, direct_caller, consumed, called_by, taint, mark_ran, busy, tainted_threads,
-    tainted_codes, whose).  Until `mark_ran()` (the masked file's code is about to run) nothing is attributed."""
+    tainted_codes, whose, handler_codes).  Until `mark_ran()` (the masked file's code is about to run) nothing is
+    attributed.  `handler_codes` (id -> code): the signal handlers installed by code not the completion's
+    (`_execrepobench_guard_calls`)."""
     _type, _str, _id, _stat, _ident = type, str, id, os.stat, _thread.get_ident
     _OSError, _ValueError, _code_type = OSError, ValueError, type(make_attribution.__code__)
-    busy, tainted_threads, tainted_codes, ran = {}, {}, {}, []
+    busy, tainted_threads, tainted_codes, ran, handler_codes = {}, {}, {}, [], {}
+
+    def handler(code):
+        return handler_codes and handler_codes.get(_id(code)) is code
 
     def is_masked(filename):
         return (filename if _type(filename) is _str else text(filename)) in masked
@@ -41,7 +48,7 @@ def make_attribution(masked, start, text, consumers):
                 code = frame.f_code
                 if theirs(code):
                     return True
-                if code.co_name == "<module>":
+                if code.co_name == "<module>" or handler(code):
                     return False
                 frame = frame.f_back
             return False
@@ -59,7 +66,7 @@ def make_attribution(masked, start, text, consumers):
                 code = frame.f_code
                 if is_masked(code.co_filename):
                     found.append(text(code.co_filename))
-                elif code.co_name == "<module>" or (tainted_codes and _id(code) in tainted_codes):
+                elif code.co_name == "<module>" or (tainted_codes and _id(code) in tainted_codes) or handler(code):
                     break
                 frame = frame.f_back
             return found
@@ -125,4 +132,4 @@ def make_attribution(masked, start, text, consumers):
             todo.extend(k for k in c.co_consts if _type(k) is _code_type)
 
     return (is_masked, attributed, direct_caller, consumed, called_by, taint, mark_ran, busy, tainted_threads,
-            tainted_codes, whose)
+            tainted_codes, whose, handler_codes)

@@ -11,11 +11,18 @@ import posixpath
 import sys
 
 
-def make_calls(originals, sensitive, text, evidence, busy, bootstrap_modules, tainted_threads):
+class _Probe:
+    def method(self):  # its bound method's type: a handler may be one
+        pass
+
+
+def make_calls(originals, sensitive, text, evidence, busy, bootstrap_modules, tainted_threads, handler_codes):
     """(wrapped_call, suspicious_path, fd_path).  `wrapped_call(event, args, theirs)` decides a routed
-    call (`theirs`: attributed to the completion) and makes it; True = refuse it."""
+    call (`theirs`: attributed to the completion) and makes it; True = refuse it.  A signal handler that
+    code not the completion's installs goes into `handler_codes` (id -> code: the attribution ends there)."""
     _type, _str, _bytes, _int, _getattr = type, str, bytes, int, getattr
-    _OSError, _ValueError = OSError, ValueError
+    _OSError, _ValueError, _function_type, _method_type = OSError, ValueError, type(make_calls), type(_Probe().method)
+    _id = id
     _ident, _fspath, _realpath, _readlink, _join = _thread.get_ident, os.fspath, posixpath.realpath, os.readlink, \
         posixpath.join
     _modules = sys.modules
@@ -35,6 +42,10 @@ def make_calls(originals, sensitive, text, evidence, busy, bootstrap_modules, ta
         elif event == "execrepobench.signal":
             if theirs and sensitive("signal.handler"):
                 return True
+            if not theirs:
+                code = handler_code(args[1])
+                if code is not None:
+                    handler_codes[_id(code)] = code
             args[2].append(set_signal(args[0], args[1]))
         elif event == "execrepobench.open":
             path, flags, mode, dir_fd, box = args
@@ -56,6 +67,16 @@ def make_calls(originals, sensitive, text, evidence, busy, bootstrap_modules, ta
             function, fargs, kwargs, box = args
             box.append(start_thread(trampoline, (function, fargs, kwargs, theirs)))
         return False
+
+    def handler_code(handler):
+        """The code object of a Python function or bound method given as a signal handler (else None)."""
+        me = _ident()
+        busy[me] = 1
+        try:
+            function = handler.__func__ if _type(handler) is _method_type else handler
+            return function.__code__ if _type(function) is _function_type else None
+        finally:
+            busy.pop(me, None)
 
     def trampoline(function, args, kwargs, theirs):
         me = _ident()

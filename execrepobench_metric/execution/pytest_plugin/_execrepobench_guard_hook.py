@@ -79,12 +79,12 @@ def install(cfg, key, fd, genuine, originals):
             ("gc.callbacks", sys.modules["gc"].callbacks),))
     take_snapshots()
     (is_masked, attributed, direct_caller, consumed, called_by, taint, mark_ran, busy, tainted_threads,
-     tainted_codes, whose) = make_attribution(masked, cfg["start"], text, genuine["consumers"])
+     tainted_codes, whose, handler_codes) = make_attribution(masked, cfg["start"], text, genuine["consumers"])
     snapshot_machinery, check_machinery, check_item_data = make_machinery(
         lambda code: is_masked(code.co_filename) or _id(code) in tainted_codes)
     emit, sensitive, forked, close = make_evidence(key, fd, mode, allowed, cfg.get("owners") or {}, busy, whose, esc)
     wrapped_call, suspicious_path, fd_path = make_calls(originals, sensitive, text, cfg["evidence"], busy,
-                                                        bootstrap_modules, tainted_threads)
+                                                        bootstrap_modules, tainted_threads, handler_codes)
     run_state = {"ran": False}
     callback, dunder_set = make_callbacks(mode == "legacy", originals, attributed,
                                           lambda code: is_masked(code.co_filename) or _id(code) in tainted_codes,
