@@ -225,6 +225,18 @@ def make_sample(built: dict | None = None, file_name: str = "m.py", middle: str 
     return Sample(**record)
 
 
+def write_local_repo(base: Path, name: str, files: dict[str, str]) -> Path:
+    """A small repository at `base/name` for `prepared_local_repo`: a setuptools pyproject.toml (unless `files`
+    has one) and `files` (repository path -> text)."""
+    repo = base / name
+    files = {"pyproject.toml": f'[project]\nname = "{name}"\nversion = "0.1"\n\n[build-system]\n'
+                               'requires = ["setuptools"]\nbuild-backend = "setuptools.build_meta"\n', **files}
+    for path, text in files.items():
+        (repo / path).parent.mkdir(parents=True, exist_ok=True)
+        (repo / path).write_text(text, encoding="utf-8")
+    return repo
+
+
 def prepared_local_repo(base: Path, repo: Path) -> dict:
     """`prepared_repo` of a repository a test wrote at `repo`, in its own cache `base/cache` (tests that
     use it set EXECREPOBENCH_CACHE to `built["cache"]` again)."""

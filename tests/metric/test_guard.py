@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import guard_attacks as corpus
-from conftest import make_sample, prepared_local_repo
+from conftest import make_sample, prepared_local_repo, write_local_repo
 from execrepobench.builder.verification.ground_truth import check_ground_truth
 from execrepobench.builder.verification.verify import verify_one
 from execrepobench_metric.execution.guard import GuardSetup, read_evidence, verify_lines
@@ -205,22 +205,16 @@ def test_lazily_initialised_standard_library_state_is_not_the_completions(clamp)
 def guardrepo(tmp_path_factory):
     """A repository whose code itself uses frames, prepared by the real builder."""
     base = tmp_path_factory.mktemp("guardrepo")
-    repo = base / "guardrepo"
-    (repo / "guardrepo").mkdir(parents=True)
-    (repo / "tests").mkdir()
-    (repo / "pyproject.toml").write_text('[project]\nname = "guardrepo"\nversion = "0.1"\n\n[build-system]\n'
-                                         'requires = ["setuptools"]\nbuild-backend = "setuptools.build_meta"\n')
-    (repo / "guardrepo" / "__init__.py").write_text("")
-    (repo / "guardrepo" / "core.py").write_text(
-        "import sys\n\n\ndef caller_name():\n    return sys._getframe(1).f_code.co_name\n\n\n"
-        "def double(x):\n    return x * 2\n")
-    (repo / "conftest.py").write_text('def pytest_configure(config):\n'
-                                      '    config.addinivalue_line("markers", "slow: a slow test")\n')
-    (repo / "tests" / "test_core.py").write_text(
-        "import unittest\n\nfrom guardrepo.core import caller_name, double\n\n\ndef test_caller_name():\n"
-        "    assert caller_name() == 'test_caller_name'\n\n\ndef test_double():\n    assert double(4) == 8\n\n\n"
-        "class TestDoubles(unittest.TestCase):\n    def test_many(self):\n        for x in (1, 2, 3):\n"
-        "            with self.subTest(x=x):\n                self.assertEqual(double(x), 2 * x)\n")
+    repo = write_local_repo(base, "guardrepo", {
+        "guardrepo/__init__.py": "",
+        "guardrepo/core.py": "import sys\n\n\ndef caller_name():\n    return sys._getframe(1).f_code.co_name\n\n\n"
+                             "def double(x):\n    return x * 2\n",
+        "conftest.py": 'def pytest_configure(config):\n    config.addinivalue_line("markers", "slow: a slow test")\n',
+        "tests/test_core.py":
+            "import unittest\n\nfrom guardrepo.core import caller_name, double\n\n\ndef test_caller_name():\n"
+            "    assert caller_name() == 'test_caller_name'\n\n\ndef test_double():\n    assert double(4) == 8\n\n\n"
+            "class TestDoubles(unittest.TestCase):\n    def test_many(self):\n        for x in (1, 2, 3):\n"
+            "            with self.subTest(x=x):\n                self.assertEqual(double(x), 2 * x)\n"})
     return prepared_local_repo(base, repo)
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import make_sample, prepared_local_repo
+from conftest import make_sample, prepared_local_repo, write_local_repo
 from execrepobench_metric.execution.judge import judge
 from execrepobench_metric.execution.verdict import JudgeConfig
 
@@ -40,16 +40,10 @@ CONF = JudgeConfig(timeout_s=120, known_verdicts=False)
 @pytest.fixture(scope="module")
 def alarmrepo(tmp_path_factory):
     base = tmp_path_factory.mktemp("alarmrepo")
-    repo = base / "alarmrepo"
-    (repo / "alarmrepo").mkdir(parents=True)
-    (repo / "tests").mkdir()
-    (repo / "pyproject.toml").write_text('[project]\nname = "alarmrepo"\nversion = "0.1"\n\n[build-system]\n'
-                                         'requires = ["setuptools"]\nbuild-backend = "setuptools.build_meta"\n')
-    (repo / "alarmrepo" / "__init__.py").write_text("")
-    (repo / "alarmrepo" / "core.py").write_text("def double(x):\n    return 2 * x\n")
-    (repo / "tests" / "test_core.py").write_text("from alarmrepo.core import double\n\n\n"
-                                                 "def test_double():\n    assert double(2) == 4\n")
-    (repo / "conftest.py").write_text(CONFTEST)
+    repo = write_local_repo(base, "alarmrepo", {
+        "alarmrepo/__init__.py": "", "alarmrepo/core.py": "def double(x):\n    return 2 * x\n",
+        "tests/test_core.py": "from alarmrepo.core import double\n\n\ndef test_double():\n    assert double(2) == 4\n",
+        "conftest.py": CONFTEST})
     return prepared_local_repo(base, repo)
 
 
