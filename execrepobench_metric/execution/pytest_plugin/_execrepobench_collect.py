@@ -65,6 +65,7 @@ def _wall_limit():
 
 
 _WALL_S = _wall_limit()
+_WALL_WHY = f"exceeded the baseline's per-test limit of {_WALL_S:g} wall seconds (execrepobench)"
 
 
 class FixtureWallLimit(Exception):
@@ -77,8 +78,7 @@ _IN_FIXTURE = [0]  # fixture setups under way
 
 
 def _over_wall(signum, frame):
-    why = f"exceeded the baseline's per-test limit of {_WALL_S:g} wall seconds (execrepobench)"
-    raise FixtureWallLimit(why) if _IN_FIXTURE[0] else TestWallLimit(why)
+    raise FixtureWallLimit(_WALL_WHY) if _IN_FIXTURE[0] else TestWallLimit(_WALL_WHY)
 
 
 if _WALL_S > 0:
@@ -90,8 +90,7 @@ if _WALL_S > 0:
         func = fixturedef.func
         if fixturedef.argname in _HUNG_FIXTURES:  # pytest's own setup calls this instead, and records its error
             def _stopped(*args, **kwargs):
-                raise FixtureWallLimit(f"exceeded the baseline's per-test limit of {_WALL_S:g} wall seconds "
-                                       f"(execrepobench): its fixture {fixturedef.argname} did in an earlier test")
+                raise FixtureWallLimit(f"{_WALL_WHY}: its fixture {fixturedef.argname} did in an earlier test")
             fixturedef.func = _stopped
         _IN_FIXTURE[0] += 1
         try:

@@ -21,8 +21,8 @@ def make_calls(originals, sensitive, text, evidence, busy, bootstrap_modules, ta
     call (`theirs`: attributed to the completion) and makes it; True = refuse it.  A signal handler that
     code not the completion's installs goes into `handler_codes` (id -> code: the attribution ends there)."""
     _type, _str, _bytes, _int, _getattr = type, str, bytes, int, getattr
-    _OSError, _ValueError, _function_type, _method_type = OSError, ValueError, type(make_calls), type(_Probe().method)
-    _id = id
+    _OSError, _ValueError, _id = OSError, ValueError, id
+    _function_type, _method_type = type(make_calls), type(_Probe().method)
     _ident, _fspath, _realpath, _readlink, _join = _thread.get_ident, os.fspath, posixpath.realpath, os.readlink, \
         posixpath.join
     _modules = sys.modules
