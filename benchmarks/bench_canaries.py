@@ -1,5 +1,6 @@
 """Do canaries ever go off in an honest run for a reason of their own?  Judge, as the metric does (guard
-enforcing, canaries planted, known verdicts off), each picked sample's ground truth and its honest wrong
+enforcing, canaries planted, the CPU budgets `compute()` derives from the build's measurements, known verdicts
+off), each picked sample's ground truth and its honest wrong
 completions (null fill, AST mutants: an operator swapped, a constant off by one, a condition negated) and
 reformatted ground truth, `--rounds` times each (fresh canaries every run), and count what the canaries said.
 
@@ -20,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the honest corpus's completions
 
-from check_ground_truths import pick  # noqa: E402
+from check_ground_truths import metric_budgets, pick  # noqa: E402
 from honest_corpus import honest_completions  # noqa: E402
 
 from execrepobench_metric.execution.judge import judge_safely  # noqa: E402
@@ -44,11 +45,13 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     samples = pick(args.samples, args.per_repo or 10**9, args.seed)
     config = JudgeConfig(known_verdicts=False, canaries=True)
+    budgets = metric_budgets(args.samples, samples)
     work = [(s, kind, c) for s in samples for kind, c in [("truth", s.middle_code), *honest_completions(s)]
             for _ in range(args.rounds)]
     start = time.monotonic()
     with ThreadPoolExecutor(max(1, args.workers)) as pool:
-        verdicts = list(pool.map(lambda w: judge_safely(w[0], w[2], config), work))
+        verdicts = list(pool.map(lambda w: judge_safely(w[0], w[2], config, budget=budgets.get(w[0].sample_id)),
+                                 work))
     states, reasons, bad = Counter(), Counter(), 0
     for (s, kind, _), v in zip(work, verdicts):
         state = state_of(v.canaries)
