@@ -9,6 +9,7 @@ test is collected and no file fails to import.
 import random
 import shutil
 import subprocess
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -39,15 +40,16 @@ def _collect(built: dict, tree, targets) -> tuple[set[str], str]:
 
 
 def _draws(built: dict, tmp_path, monkeypatch) -> int:
-    """Draw DRAWS plans per placement for judged tests of each test file, collect them; returns the plans made."""
+    """Draw DRAWS plans per placement for judged tests of each test file, collect them (two collections at a
+    time: each is a pytest process of its own); returns the plans collected."""
     root = built["root"]
     ids = collected_ids(built)
     by_file: dict[str, list[str]] = {}
     for nodeid in ids:
         by_file.setdefault(nodeid.split("::")[0], []).append(nodeid)
-    made = 0
+    drawn = []  # (judged tests, plan, tree)
     for separate in (False, True):
-        monkeypatch.setattr(canaries, "SEPARATE_FILES", separate)
+        monkeypatch.setattr(canaries, "SEPARATE_FILES", separate)  # read while planning: plans are made in turn
         for seed in range(DRAWS):
             rng = random.Random(seed)
             files = rng.sample(sorted(by_file), min(len(by_file), rng.randint(1, 2)))
@@ -59,12 +61,14 @@ def _draws(built: dict, tmp_path, monkeypatch) -> int:
             shutil.copytree(root, tree, symlinks=True, ignore=shutil.ignore_patterns("__pycache__"))
             for f in plan.files:
                 (tree / f.path).write_text(f.text, encoding="utf-8")
-            got, said = _collect(built, tree, plan.targets)
-            assert set(plan.ids) <= got, (judged, [c for c in plan.ids if c not in got], said)
-            assert set(judged) <= got and " error" not in said.splitlines()[-1], said
-            shutil.rmtree(tree)
-            made += 1
-    return made
+            drawn.append((judged, plan, tree))
+    with ThreadPoolExecutor(2) as pool:
+        collected = list(pool.map(lambda d: _collect(built, d[2], d[1].targets), drawn))
+    for (judged, plan, tree), (got, said) in zip(drawn, collected):
+        assert set(plan.ids) <= got, (judged, [c for c in plan.ids if c not in got], said)
+        assert set(judged) <= got and " error" not in said.splitlines()[-1], said
+        shutil.rmtree(tree)
+    return len(collected)
 
 
 MANIFESTS = {"tabulate": TABULATE_MANIFEST, "isodate": ISODATE_MANIFEST, "schema": SCHEMA_MANIFEST,
