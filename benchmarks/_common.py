@@ -3,11 +3,15 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import sys
 from collections import defaultdict
 from contextlib import contextmanager
 from pathlib import Path
 
+from execrepobench_dataset.load import open_dataset
 from execrepobench_dataset.record import Sample, read_jsonl
+from execrepobench_metric.environments.measured import measurements_for
+from execrepobench_metric.execution.budget import Budget, budgets_for, describe
 
 
 def verified_samples(path: Path, limit: int) -> list[Sample]:
@@ -22,6 +26,15 @@ def verified_samples(path: Path, limit: int) -> list[Sample]:
             if by_repo[repo] and len(picked) < limit:
                 picked.append(by_repo[repo].pop(0))
     return picked
+
+
+def metric_budgets(path: Path, samples: list[Sample], timeout_s: float | None = None, note: str = ""
+                   ) -> dict[str, Budget]:
+    """{sample id: budget} as the metric's `compute()` derives them: the build's measurements (shipped beside
+    `path`, else this cache's), scaled for this machine; prints the rule in force (and `note`) on stderr."""
+    budgets = budgets_for(samples, measurements_for(samples, open_dataset(path).measurements_by_env()))
+    print(f"budgets: {describe(samples, budgets, timeout_s)['rule']}{note}", file=sys.stderr, flush=True)
+    return budgets
 
 
 def _spin() -> None:

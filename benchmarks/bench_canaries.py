@@ -1,8 +1,8 @@
 """Do canaries ever go off in an honest run for a reason of their own?  Judge, as the metric does (guard
 enforcing, canaries planted, the CPU budgets `compute()` derives from the build's measurements, known verdicts
-off), each picked sample's ground truth and its honest wrong
-completions (null fill, AST mutants: an operator swapped, a constant off by one, a condition negated) and
-reformatted ground truth, `--rounds` times each (fresh canaries every run), and count what the canaries said.
+off), each picked sample's ground truth and its honest wrong completions (null fill, AST mutants: an operator
+swapped, a constant off by one, a condition negated) and reformatted ground truth, `--rounds` times each (fresh
+canaries every run), and count what the canaries said.
 
     .venv/bin/python benchmarks/bench_canaries.py --samples out/samples.jsonl [--per-repo 8] [--rounds 2]
 
@@ -21,7 +21,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the honest corpus's completions
 
-from check_ground_truths import metric_budgets, pick  # noqa: E402
+from _common import metric_budgets  # noqa: E402
+from check_ground_truths import pick  # noqa: E402
 from honest_corpus import honest_completions  # noqa: E402
 
 from execrepobench_metric.execution.judge import judge_safely  # noqa: E402

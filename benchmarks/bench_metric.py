@@ -29,10 +29,7 @@ from collections import defaultdict
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from execrepobench_dataset.load import open_dataset
-from execrepobench_metric.environments.measured import measurements_for
 from execrepobench_metric.environments.venvs import find_environment
-from execrepobench_metric.execution.budget import budgets_for, describe
 from execrepobench_metric.execution.judge import judge
 from execrepobench_metric.execution.process import run_command
 from execrepobench_metric.execution.pytest_run import PytestInvocation, clean_env
@@ -41,7 +38,7 @@ from execrepobench_metric.execution.verdict import JudgeConfig, Verdict
 
 sys.path.insert(0, str(Path(__file__).parent))
 from workload import workload  # noqa: E402
-from _common import spinning, verified_samples  # noqa: E402
+from _common import metric_budgets, spinning, verified_samples  # noqa: E402
 
 OFFICIAL_TIMEOUT_S = 240.0
 
@@ -125,9 +122,7 @@ def main() -> int:
         return 2
     conf = JudgeConfig(isolation=decide_isolation(allow_weak=False)[0], timeout_s=args.timeout,
                        selection=args.selection, canaries=True)  # as the metric judges: with canary tests
-    opened = open_dataset(args.samples)  # budgets as the metric derives them: from the build's measurements
-    budgets = budgets_for(samples, measurements_for(samples, opened.measurements_by_env()))
-    print(f"budgets: {describe(samples, budgets, args.timeout)['rule']}; load {args.load}", file=sys.stderr)
+    budgets = metric_budgets(args.samples, samples, args.timeout, note=f"; load {args.load}")
     work = [(s, kind, c) for s in samples for kind, c in workload(s)]
     rows, originals = [], {}
     with spinning(args.load):

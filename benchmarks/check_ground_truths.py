@@ -17,10 +17,8 @@ from collections import Counter, defaultdict
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from execrepobench_dataset.load import open_dataset
+from _common import metric_budgets
 from execrepobench_dataset.record import Sample, read_jsonl
-from execrepobench_metric.environments.measured import measurements_for
-from execrepobench_metric.execution.budget import Budget, budgets_for, describe
 from execrepobench_metric.execution.judge import judge_safely
 from execrepobench_metric.execution.verdict import JudgeConfig
 
@@ -33,14 +31,6 @@ def pick(path: Path, per_repo: int, seed: int) -> list[Sample]:
     return [s for repo in sorted(by_repo) for s in rng.sample(by_repo[repo], min(per_repo, len(by_repo[repo])))]
 
 
-def metric_budgets(path: Path, samples: list[Sample]) -> dict[str, Budget]:
-    """{sample id: budget} as the metric's `compute()` derives them: the build's measurements (shipped beside
-    `path`, else this cache's), scaled for this machine; says the rule on stderr."""
-    budgets = budgets_for(samples, measurements_for(samples, open_dataset(path).measurements_by_env()))
-    print(f"budgets: {describe(samples, budgets, None)['rule']}", file=sys.stderr, flush=True)
-    return budgets
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--samples", type=Path, required=True)
@@ -50,8 +40,8 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     samples = pick(args.samples, args.per_repo or 10**9, args.seed)
     config = JudgeConfig(known_verdicts=False)
+    budgets = metric_budgets(args.samples, samples)
     with ThreadPoolExecutor(max(1, args.workers)) as pool:
-        budgets = metric_budgets(args.samples, samples)
         verdicts = list(pool.map(lambda s: judge_safely(s, s.middle_code, config, budget=budgets.get(s.sample_id)),
                                  samples))
     reasons = Counter(v.reason for v in verdicts)
