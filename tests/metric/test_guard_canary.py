@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 import guard_attacks as corpus
-from conftest import make_sample, prepared_local_repo
+from conftest import make_sample, prepared_local_repo, write_local_repo
 from execrepobench_metric.execution import canaries as canaries_module
 from execrepobench_metric.execution.canaries import CanaryPlan, check_canaries, plan_canaries
 from execrepobench_metric.execution.canary_config import read_collects
@@ -324,7 +324,7 @@ def cfgrepo(tmp_path_factory):
     """Test files `check_*.py`, test functions `check*` (setup.cfg), a unittest class, two test files, and a
     conftest that runs the tests in reverse order when `-o reverse_items=1` is given."""
     base = tmp_path_factory.mktemp("cfgrepo")
-    repo = _tree(base / "cfgrepo", {
+    repo = write_local_repo(base, "cfgrepo", {
         "pyproject.toml": '[project]\nname = "cfgrepo"\nversion = "0.1"\n\n[build-system]\n'
                           'requires = ["setuptools"]\nbuild-backend = "setuptools.build_meta"\n'
                           '[tool.setuptools]\npackages = ["cfgrepo"]\n',

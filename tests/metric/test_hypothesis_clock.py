@@ -10,7 +10,7 @@ from dataclasses import replace
 
 import pytest
 
-from conftest import make_sample, prepared_local_repo
+from conftest import make_sample, prepared_local_repo, write_local_repo
 from execrepobench_metric.execution.budget import Budget
 from execrepobench_metric.execution.judge import judge
 from execrepobench_metric.execution.verdict import JudgeConfig
@@ -41,16 +41,13 @@ JUDGED = ("tests/test_props.py::test_explicit_deadline", "tests/test_props.py::t
 @pytest.fixture(scope="module")
 def hyprepo(tmp_path_factory):
     base = tmp_path_factory.mktemp("hyprepo")
-    repo = base / "hyprepo"
-    (repo / "hyprepo").mkdir(parents=True)
-    (repo / "tests").mkdir()
-    (repo / "pyproject.toml").write_text('[project]\nname = "hyprepo"\nversion = "0.1"\n\n'
-                                         '[project.optional-dependencies]\ntest = ["hypothesis"]\n\n[build-system]\n'
-                                         'requires = ["setuptools"]\nbuild-backend = "setuptools.build_meta"\n')
-    (repo / "hyprepo" / "__init__.py").write_text("")
-    (repo / "hyprepo" / "core.py").write_text("SCALE = 2\n\n\ndef double(x):\n    return x * SCALE\n")
-    (repo / "tests" / "test_props.py").write_text(TESTS)
-    (repo / "conftest.py").write_text("import hyprepo.core  # noqa: F401 - loaded before any collection\n")
+    repo = write_local_repo(base, "hyprepo", {
+        "pyproject.toml": '[project]\nname = "hyprepo"\nversion = "0.1"\n\n[project.optional-dependencies]\n'
+                          'test = ["hypothesis"]\n\n[build-system]\nrequires = ["setuptools"]\n'
+                          'build-backend = "setuptools.build_meta"\n',
+        "hyprepo/__init__.py": "", "hyprepo/core.py": "SCALE = 2\n\n\ndef double(x):\n    return x * SCALE\n",
+        "tests/test_props.py": TESTS,
+        "conftest.py": "import hyprepo.core  # noqa: F401 - loaded before any collection\n"})
     return prepared_local_repo(base, repo)
 
 
